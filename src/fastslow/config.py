@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from fastslow.errors import UsageError
-
-
-class StrictModel(BaseModel):
-    """Base for every config section: unknown keys are rejected, field docstrings become descriptions."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+from fastslow.models.config import ModelConfig
+from fastslow.strict import StrictModel
 
 
 class EnvConfig(StrictModel):
@@ -43,6 +39,20 @@ class AgentConfig(StrictModel):
     """oracle = replay ScienceWorld's gold action sequence (an upper bound and a harness check)."""
 
 
+class SageConfig(StrictModel):
+    """Sage, the slow planner (paper §3; Qwen2.5-7B-Instruct-1M in §4)."""
+
+    model: ModelConfig = ModelConfig()
+    """Language model Sage plans and grounds with (default: the embedded offline model)."""
+
+
+class CriticConfig(StrictModel):
+    """The SRM Critic, called when the agent stagnates (paper §3.2; same model as Sage in §4)."""
+
+    model: ModelConfig = ModelConfig()
+    """Language model the Critic diagnoses with (default: the embedded offline model)."""
+
+
 class RunConfig(StrictModel):
     """A complete, resolved configuration for running or evaluating episodes."""
 
@@ -54,6 +64,10 @@ class RunConfig(StrictModel):
     """Environment settings."""
     agent: AgentConfig = AgentConfig()
     """Agent settings."""
+    sage: SageConfig = SageConfig()
+    """Sage (slow planner) settings."""
+    critic: CriticConfig = CriticConfig()
+    """Critic (SRM reflection) settings."""
 
 
 CONFIG_PACKAGE = "fastslow.configs"

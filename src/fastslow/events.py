@@ -12,7 +12,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, Protocol
 
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 SCHEMA_VERSION = 1
 
 
-class EndState(str, Enum):
+class EndState(StrEnum):
     """How an episode stands after a step: still running, or why it ended."""
 
     RUNNING = "running"
@@ -71,6 +71,8 @@ class EnvStep(_Event):
     action: str
     source: str
     """Who chose the action: oracle, swift, sage, critic, ..."""
+    reason: str = ""
+    """Why that source acted (e.g. the rule that escalated to Sage)."""
     observation: str
     score: int
     reward: int

@@ -1,0 +1,29 @@
+"""Sage/Critic model backends, paper §3 and §4 (Qwen2.5-7B via vLLM).
+
+``make_model(cfg)`` builds the backend a ``ModelConfig`` names; ``call_model`` calls it and logs a typed
+``ModelCall`` event. Backends are imported on demand, so loading a config does not import openai or llama.cpp.
+"""
+
+from __future__ import annotations
+
+from fastslow.models.base import ChatModel, Completion, Message, ModelCallError, call_model
+from fastslow.models.config import ModelConfig
+
+
+def make_model(cfg: ModelConfig) -> ChatModel:
+    """The backend ``cfg.kind`` names. Raises ``ModelUnavailableError`` for a missing model file or API key;
+    call ``check_available()`` on the result before an eval to find a server that is down."""
+    if cfg.kind == "openai":
+        from fastslow.models.openai_backend import OpenAIChatModel
+
+        return OpenAIChatModel(cfg)
+    if cfg.kind == "local":
+        from fastslow.models.local_backend import LocalChatModel
+
+        return LocalChatModel(cfg)
+    from fastslow.models.scripted import ScriptedModel
+
+    return ScriptedModel(cfg.replies, cycle=cfg.cycle, model=cfg.model or "scripted")
+
+
+__all__ = ["ChatModel", "Completion", "Message", "ModelCallError", "ModelConfig", "call_model", "make_model"]

@@ -1,0 +1,51 @@
+"""The agent seam of the episode loop (paper §3: the controller is one such agent).
+
+An agent sees each StepResult, returns one Decision per timestep, and is told what the step did.
+Exactly one env.step happens per Decision; anything an agent does between steps (asking Swift,
+calling Sage, Gate-1 drops) happens inside ``act``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fastslow.env.scienceworld import StepResult
+from fastslow.env.tasks import TaskInfo
+from fastslow.errors import FastslowError
+from fastslow.events import EventSink
+
+
+class EarlyStop(FastslowError):
+    """Raised by ``act`` when the agent gives up (e.g. SwiftSage's stop after a long run without reward)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    source: str
+    """Who chose the action: oracle, swift, sage, critic, ..."""
+    reason: str = ""
+    """Why this source acted (e.g. the escalation rule that called Sage); shown in the live view."""
+
+
+@dataclass
+class EpisodeContext:
+    """What an agent may know about the episode besides the observations."""
+
+    task: TaskInfo
+    variation: int
+    episode_id: str
+    sink: EventSink
+    gold_actions: tuple[str, ...] = field(default=())
+
+
+class Agent(Protocol):
+    needs_gold: bool
+    """True if the agent needs ScienceWorld's gold path (costs ~0.3-10 s per reset)."""
+
+    def reset(self, ctx: EpisodeContext, first: StepResult) -> None: ...
+
+    def act(self, result: StepResult) -> Decision: ...
+
+    def observe(self, decision: Decision, result: StepResult) -> None: ...

@@ -1,0 +1,1 @@
+"""Benchmarks printing side-by-side ratios; each ends with one JSON line."""

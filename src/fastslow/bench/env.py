@@ -1,0 +1,91 @@
+"""``fastslow bench env``: our ScienceWorld adapter against the stock wrapper, side by side (paper §4).
+
+Both environments replay the same gold paths in lockstep in one process. Every step's observation,
+score and valid-action list must be identical; only the time spent in ``step`` differs. The
+sampled tasks avoid heat transfer, which is not deterministic in ScienceWorld 1.2.3.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.tasks import get_task
+
+#: find-animal, chemistry-mix, identify-life-stages-1, lifespan-longest-lived, power-component,
+#: test-conductivity: no heating involved, 10-60 gold steps each.
+DEFAULT_TASKS = (5, 2, 12, 17, 25, 27)
+
+
+@dataclass
+class BenchResult:
+    steps: int
+    stock_s: float
+    ours_s: float
+    mismatches: list[str]
+
+    @property
+    def stock_steps_per_s(self) -> float:
+        return self.steps / self.stock_s
+
+    @property
+    def ours_steps_per_s(self) -> float:
+        return self.steps / self.ours_s
+
+    def headline(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "stock_steps_per_s": round(self.stock_steps_per_s, 2),
+            "ours_steps_per_s": round(self.ours_steps_per_s, 2),
+            "ratio": round(self.ours_steps_per_s / self.stock_steps_per_s, 2),
+            "identical": not self.mismatches,
+        }
+
+
+def bench_env(
+    tasks: tuple[int, ...] = DEFAULT_TASKS,
+    simplification: str = "easy",
+    progress: Callable[[str], None] | None = None,
+) -> BenchResult:
+    from scienceworld import ScienceWorldEnv
+
+    stock = ScienceWorldEnv("", envStepLimit=10_000)
+    ours = ScienceWorldAdapter(simplification=simplification, step_limit=10_000)
+    steps, stock_s, ours_s = 0, 0.0, 0.0
+    mismatches: list[str] = []
+    try:
+        for task_id in tasks:
+            info = get_task(task_id)
+            variation = info.variations["train"][0]
+            first = ours.reset(task_id, variation, gold=True)
+            stock.load(info.name, variation, simplification, generateGoldPath=False)
+            stock_obs, stock_info = stock.reset()
+            if (stock_obs, stock_info["valid"]) != (first.observation, list(first.valid_actions)):
+                mismatches.append(f"task {task_id} var {variation}: reset differs")
+            for i, action in enumerate(ours.gold_actions, start=1):
+                t0 = time.perf_counter()
+                obs, _, _, inf = stock.step(action)
+                t1 = time.perf_counter()
+                res = ours.step(action)
+                t2 = time.perf_counter()
+                stock_s += t1 - t0
+                ours_s += t2 - t1
+                steps += 1
+                same = (
+                    obs == res.observation
+                    and inf["score"] == res.score
+                    and inf["valid"] == list(res.valid_actions)
+                    and inf["look"] == res.look
+                    and inf["inv"] == res.inventory
+                )
+                if not same:
+                    mismatches.append(f"task {task_id} var {variation} step {i} ({action!r}) differs")
+            if progress:
+                progress(f"task {task_id:2d} {info.name}: {len(ours.gold_actions)} steps, score {res.score}")
+    finally:
+        ours.close()
+        stock.close()
+    return BenchResult(steps, stock_s, ours_s, mismatches)

@@ -1,0 +1,99 @@
+"""Episode sets (paper §4 evaluation protocol; AMM warm-up, paper §3.1).
+
+- ``test``: the first <=10 test variations of each of the 30 tasks -> the paper's 271 episodes.
+- ``dev``: the first <=10 dev variations of each task (for tuning; never tune on test).
+- ``warmup``: the first 2 train variations of each task (60 episodes) that fill AMM's store.
+- ``train``: every train variation; ``all``: every variation of every task.
+Explicit selections narrow a set: ``--tasks 0,3,5-8``, ``--variations 0-2``, ``--limit-per-task N``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fastslow.env.tasks import TEST_EPISODES_PER_TASK, Split, TaskInfo, all_tasks, get_task
+from fastslow.errors import UsageError
+
+SetName = Literal["test", "dev", "warmup", "train", "all"]
+SET_NAMES: tuple[SetName, ...] = ("test", "dev", "warmup", "train", "all")
+WARMUP_PER_TASK = 2
+
+
+@dataclass(frozen=True, order=True)
+class Episode:
+    task_id: int
+    variation: int
+
+    @property
+    def episode_id(self) -> str:
+        return f"{self.task_id:02d}-{self.variation:04d}"
+
+    def __str__(self) -> str:
+        return f"{self.task_id} {self.variation}"
+
+
+def parse_int_ranges(text: str, what: str) -> list[int]:
+    """Parse ``0,3,5-8`` into [0, 3, 5, 6, 7, 8]."""
+    values: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                start, stop = int(lo), int(hi)
+                if stop < start:
+                    raise ValueError
+                values.extend(range(start, stop + 1))
+            else:
+                values.append(int(part))
+        except ValueError:
+            raise UsageError(f"bad {what} selection '{text}': use numbers and ranges like 0,3,5-8") from None
+    if not values:
+        raise UsageError(f"empty {what} selection '{text}'")
+    return values
+
+
+def _set_variations(task: TaskInfo, set_name: SetName) -> tuple[int, ...]:
+    split_of: dict[SetName, Split] = {"test": "test", "dev": "dev", "warmup": "train", "train": "train"}
+    if set_name == "all":
+        return tuple(range(task.n_variations))
+    variations = task.variations[split_of[set_name]]
+    if set_name in ("test", "dev"):
+        return variations[:TEST_EPISODES_PER_TASK]
+    if set_name == "warmup":
+        return variations[:WARMUP_PER_TASK]
+    return variations
+
+
+def select_episodes(
+    set_name: str = "test",
+    tasks: str | None = None,
+    variations: str | None = None,
+    limit_per_task: int | None = None,
+) -> list[Episode]:
+    """The episodes of a named set, narrowed by an explicit selection. Bad input raises UsageError."""
+    if set_name not in SET_NAMES:
+        raise UsageError(f"unknown episode set '{set_name}': choose one of {', '.join(SET_NAMES)}")
+    if limit_per_task is not None and limit_per_task < 1:
+        raise UsageError(f"--limit-per-task must be >= 1, got {limit_per_task}")
+    task_infos = (
+        [get_task(t) for t in parse_int_ranges(tasks, "task")] if tasks is not None else list(all_tasks())
+    )
+    wanted = set(parse_int_ranges(variations, "variation")) if variations is not None else None
+    episodes: list[Episode] = []
+    for task in task_infos:
+        chosen = list(_set_variations(task, set_name))
+        if wanted is not None:
+            chosen = [v for v in chosen if v in wanted]
+        if limit_per_task is not None:
+            chosen = chosen[:limit_per_task]
+        episodes.extend(Episode(task.task_id, v) for v in chosen)
+    if not episodes:
+        raise UsageError(
+            f"the selection is empty: set '{set_name}' has no variation {variations} "
+            f"for tasks {tasks or '0-29'}"
+        )
+    return episodes

@@ -1,0 +1,155 @@
+"""ScienceWorld task table (paper §4; SwiftSage's task grouping).
+
+Task ids 0-29 are the ScienceWorld task names sorted alphabetically, as in SwiftSage and the paper.
+Per-task variation splits and oracle (gold-path) lengths are computed once from ScienceWorld by
+``fastslow data tasks`` and shipped as ``env/data/tasks.json``; the length group of a task (Short
+<= 20 < Medium <= 50 < Long) comes from the mean gold-path length over its test-set episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from fastslow.errors import UsageError
+
+Group = Literal["short", "medium", "long"]
+Split = Literal["train", "dev", "test"]
+SPLITS: tuple[Split, ...] = ("train", "dev", "test")
+
+TASKS_FILE = "tasks.json"
+#: Episodes per task in the paper's evaluation set: the first <=10 test variations.
+TEST_EPISODES_PER_TASK = 10
+
+
+def length_group(oracle_length: float) -> Group:
+    """Short 0<L<=20, Medium 20<L<=50, Long L>50 (paper §4)."""
+    if oracle_length <= 20:
+        return "short"
+    if oracle_length <= 50:
+        return "medium"
+    return "long"
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    task_id: int
+    """0-29, alphabetical order of ScienceWorld task names."""
+    name: str
+    """ScienceWorld task name, e.g. ``boil``."""
+    swiftsage_id: str
+    """ScienceWorld's topic-task id as used by SwiftSage, e.g. ``1-1``."""
+    title: str
+    n_variations: int
+    variations: dict[Split, tuple[int, ...]]
+    oracle_lengths: dict[int, int]
+    """Gold-path length of each test-set variation."""
+
+    @property
+    def oracle_length(self) -> float:
+        lengths = list(self.oracle_lengths.values())
+        return sum(lengths) / len(lengths)
+
+    @property
+    def group(self) -> Group:
+        return length_group(self.oracle_length)
+
+    def check_variation(self, variation: int) -> None:
+        if not 0 <= variation < self.n_variations:
+            raise UsageError(
+                f"variation {variation} is outside task {self.task_id} ({self.name}): "
+                f"valid 0-{self.n_variations - 1}"
+            )
+
+    def split_of(self, variation: int) -> Split:
+        for split in SPLITS:
+            if variation in self.variations[split]:
+                return split
+        raise UsageError(f"variation {variation} is not in any split of task {self.task_id} ({self.name})")
+
+
+def _from_json(row: dict[str, Any]) -> TaskInfo:
+    return TaskInfo(
+        task_id=row["task_id"],
+        name=row["name"],
+        swiftsage_id=row["swiftsage_id"],
+        title=row["title"],
+        n_variations=row["n_variations"],
+        variations={s: tuple(row["variations"][s]) for s in SPLITS},
+        oracle_lengths={int(k): v for k, v in row["oracle_lengths"].items()},
+    )
+
+
+@cache
+def all_tasks() -> tuple[TaskInfo, ...]:
+    text = (resources.files("fastslow.env") / "data" / TASKS_FILE).read_text(encoding="utf-8")
+    rows = json.loads(text)["tasks"]
+    return tuple(_from_json(r) for r in rows)
+
+
+def get_task(task: int | str) -> TaskInfo:
+    """Look a task up by id (0-29, int or digit string), ScienceWorld name, or SwiftSage id ("1-1")."""
+    tasks = all_tasks()
+    if isinstance(task, int) or (isinstance(task, str) and task.strip().isdigit()):
+        idx = int(task)
+        if 0 <= idx < len(tasks):
+            return tasks[idx]
+        raise UsageError(f"unknown task id {task}: valid ids are 0-{len(tasks) - 1}")
+    for info in tasks:
+        if task in (info.name, info.swiftsage_id):
+            return info
+    raise UsageError(
+        f"unknown task '{task}': use an id 0-{len(tasks) - 1}, a ScienceWorld name or an id like 1-1"
+    )
+
+
+def build_task_table(progress: Any = None) -> dict[str, Any]:
+    """Recompute the task table from ScienceWorld (loads every task; gold paths of the test set).
+
+    This is what ``fastslow data tasks`` runs to regenerate ``env/data/tasks.json``.
+    """
+    from scienceworld.constants import TASKS as SW_TASKS
+
+    from fastslow.env.scienceworld import ScienceWorldAdapter
+
+    meta = {t["task_name"]: t for t in SW_TASKS}
+    names = sorted(meta)
+    rows: list[dict[str, Any]] = []
+    with ScienceWorldAdapter(simplification="easy") as env:
+        jvm = env._ensure_jvm()
+        server = jvm.server
+        for task_id, name in enumerate(names):
+            server.load(name, 0, "easy", False)
+            splits = {
+                "train": [int(v) for v in server.getVariationsTrain()],
+                "dev": [int(v) for v in server.getVariationsDev()],
+                "test": [int(v) for v in server.getVariationsTest()],
+            }
+            lengths: dict[str, int] = {}
+            for variation in splits["test"][:TEST_EPISODES_PER_TASK]:
+                server.load(name, variation, "easy", True)
+                lengths[str(variation)] = len(list(server.getGoldActionSequence()))
+            rows.append(
+                {
+                    "task_id": task_id,
+                    "name": name,
+                    "swiftsage_id": meta[name]["task_id"],
+                    "title": f"{meta[name]['topic']}: {meta[name]['task']}",
+                    "n_variations": int(server.getTaskMaxVariations(name)),
+                    "variations": splits,
+                    "oracle_lengths": lengths,
+                }
+            )
+            if progress is not None:
+                progress(task_id, name)
+    import scienceworld
+
+    return {
+        "generated_by": "fastslow data tasks",
+        "scienceworld_version": scienceworld.__version__,
+        "simplification": "easy",
+        "tasks": rows,
+    }

@@ -1,0 +1,1 @@
+"""Evaluation: episode runner, metrics, live views (paper §4)."""

@@ -1,0 +1,126 @@
+"""What a person watching a run sees: a live step table for ``run``, a progress bar for ``eval``.
+
+Both are event sinks or callbacks on top of the same runner; nothing here changes what is logged.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from fastslow.agents import make_agent
+from fastslow.config import RunConfig
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.eval.evaluate import evaluate, prepare_out_dir
+from fastslow.eval.runner import EpisodeOutcome, run_episode
+from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, Event, FanOut, JsonlWriter, ModelCall
+
+SOURCE_STYLE = {"oracle": "cyan", "swift": "green", "sage": "magenta", "critic": "yellow"}
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class StepPrinter:
+    """Prints one line per env step (and per model call) as events arrive."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, EpisodeStart):
+            self.console.rule(
+                f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}"
+            )
+            self.console.print(_clip(event.task_description, 400), style="dim")
+            table = Table.grid(padding=(0, 1))
+            for _ in range(5):
+                table.add_column()
+            table.add_row("[bold]step", "[bold]source", "[bold]action", "[bold]score", "[bold]observation")
+            self.console.print(table)
+        elif isinstance(event, EnvStep):
+            style = SOURCE_STYLE.get(event.source, "white")
+            reward = (
+                f" (+{event.reward})" if event.reward > 0 else (f" ({event.reward})" if event.reward else "")
+            )
+            self.console.print(
+                f"{event.step:>4} [{style}]{event.source:<7}[/{style}] {_clip(event.action, 48):<48} "
+                f"{event.score:>4}{reward:<6} [dim]{_clip(event.observation, 70)}[/dim]",
+                highlight=False,
+            )
+            if event.reason and event.source not in ("oracle", "swift"):
+                self.console.print(f"     [dim]why: {_clip(event.reason, 100)}[/dim]", highlight=False)
+        elif isinstance(event, ModelCall):
+            status = f"[red]{event.error}[/red]" if event.error else "ok"
+            self.console.print(
+                f"     [dim]{event.role}: {event.backend}/{event.model} {event.prompt_tokens}+"
+                f"{event.completion_tokens} tok {event.latency_s:.1f}s {status}[/dim]",
+                highlight=False,
+            )
+        elif isinstance(event, EpisodeEnd):
+            self.console.rule(
+                f"{event.end.value} · score {event.final_score} · {event.steps} steps · {event.wall_s:.1f}s"
+                + (f" · {event.error}" if event.error else "")
+            )
+
+
+def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Console) -> EpisodeOutcome:
+    """``fastslow run``: one episode with the live view; events go to OUT/events/<episode>.jsonl."""
+    out = out or Path("runs") / f"{config.name}-{episode.episode_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    prepare_out_dir(out)
+    agent = make_agent(config)
+    path = out / "events" / f"{episode.episode_id}.jsonl"
+    path.unlink(missing_ok=True)
+    with (
+        ScienceWorldAdapter(
+            config.env.simplification, config.env.step_limit, config.env.jvm_timeout_s
+        ) as env,
+        JsonlWriter(path) as writer,
+    ):
+        outcome = run_episode(env, agent, episode, config, FanOut(writer, StepPrinter(console)))
+    console.print(f"event log: {path}")
+    return outcome
+
+
+def eval_with_progress(
+    config: RunConfig, episodes: list[Episode], out: Path, console: Console
+) -> dict[str, Any]:
+    """``fastslow eval`` with a progress bar showing ETA and the running mean score."""
+    scores: list[float] = []
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task(config.name, total=len(episodes), status="")
+
+        def on_episode(outcome: EpisodeOutcome | None, done: int, total: int) -> None:
+            if outcome is not None:
+                scores.append(max(outcome.final_score, 0))
+                last = f"{outcome.episode} -> {outcome.final_score} ({outcome.end.value})"
+            else:
+                last = "already done"
+            mean = f"mean {fmean(scores):.1f}" if scores else ""
+            progress.update(bar, completed=done, status=f"{mean} · last {last}")
+
+        return evaluate(config, episodes, out, on_episode=on_episode)

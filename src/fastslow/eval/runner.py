@@ -1,0 +1,124 @@
+"""Episode runner: one env.step per timestep, every step written as an event (paper §4).
+
+The loop is deliberately tiny; everything an agent does between two steps (Swift, Sage, Gate-1,
+memory) lives inside the agent, and everything observable goes to the event sink.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from fastslow.agents import Agent, EarlyStop, EpisodeContext
+from fastslow.config import RunConfig
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.env.tasks import get_task
+from fastslow.errors import EnvError
+from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, EventSink
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    episode: Episode
+    end: EndState
+    final_score: int
+    steps: int
+    wall_s: float
+    error: str | None = None
+
+
+@cache
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("fastslow", "scienceworld", "py4j", "pydantic"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+@cache
+def git_commit() -> str | None:
+    """Commit of the fastslow checkout this code runs from, if it is a git checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    commit = proc.stdout.strip()
+    return commit if proc.returncode == 0 and commit else None
+
+
+def _header(episode: Episode, config: RunConfig, task_description: str) -> EpisodeStart:
+    task = get_task(episode.task_id)
+    return EpisodeStart(
+        episode_id=episode.episode_id,
+        task_id=task.task_id,
+        task_name=task.name,
+        variation=episode.variation,
+        split=task.split_of(episode.variation),
+        config_name=config.name,
+        config=config.model_dump(mode="json"),
+        versions=versions(),
+        git_commit=git_commit(),
+        task_description=task_description,
+    )
+
+
+def run_episode(
+    env: ScienceWorldAdapter, agent: Agent, episode: Episode, config: RunConfig, sink: EventSink
+) -> EpisodeOutcome:
+    """Play one episode to its end and emit episode_start, env_step..., episode_end."""
+    start = time.perf_counter()
+    env.step_limit = config.env.step_limit
+    end, error = EndState.ERROR, None
+    result: StepResult | None = None
+    try:
+        try:
+            result = env.reset(episode.task_id, episode.variation, gold=agent.needs_gold)
+        finally:
+            sink.emit(_header(episode, config, result.task_description if result else ""))
+        ctx = EpisodeContext(
+            get_task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions
+        )
+        agent.reset(ctx, result)
+        while not result.done:
+            decision = agent.act(result)
+            t0 = time.perf_counter()
+            result = env.step(decision.action)
+            sink.emit(
+                EnvStep(
+                    step=result.steps,
+                    action=decision.action,
+                    source=decision.source,
+                    reason=decision.reason,
+                    observation=result.observation,
+                    score=result.score,
+                    reward=result.reward,
+                    moves=result.moves,
+                    end=result.end,
+                    n_valid=len(result.valid_actions),
+                    duration_ms=1000 * (time.perf_counter() - t0),
+                )
+            )
+            agent.observe(decision, result)
+        end = result.end
+    except EarlyStop as exc:
+        end, error = EndState.EARLY_STOP, str(exc)
+    except EnvError as exc:
+        end, error = EndState.ERROR, str(exc)
+    score = result.score if result is not None else 0
+    steps = result.steps if result is not None else 0
+    moves = result.moves if result is not None else 0
+    wall = time.perf_counter() - start
+    sink.emit(EpisodeEnd(end=end, final_score=score, steps=steps, moves=moves, wall_s=wall, error=error))
+    return EpisodeOutcome(episode, end, score, steps, wall, error)

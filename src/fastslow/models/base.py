@@ -1,0 +1,127 @@
+"""Sage/Critic model backends, paper §3 and §4 (Qwen2.5-7B via vLLM): the protocol every backend meets.
+
+Sage and the Critic only ever see ``ChatModel.complete``: messages in; text, token usage and latency out.
+``call_model`` is the one place a call is turned into a typed ``ModelCall`` event, so every call of every
+backend is logged the same way, failures included, and token and latency metrics come from the logs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypedDict
+
+from fastslow.errors import ModelError
+from fastslow.events import EventSink, ModelCall
+
+
+class Message(TypedDict):
+    """One chat message in the OpenAI shape, which every backend (and chat template) understands."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a model call returns: the text plus what it cost."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    """Wall time of the whole call, retries and back-off included: what the agent waited."""
+    attempts: int
+    """Requests made, retries included (1 when the first one succeeded)."""
+    model: str
+    backend: str
+
+
+class ModelCallError(ModelError):
+    """A call failed for good; ``attempts`` says how many requests were made, for the event log."""
+
+    def __init__(self, message: str, *, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class ChatModel(Protocol):
+    """A language model Sage and the Critic can talk to; selected by ``ModelConfig.kind``."""
+
+    backend: str
+    """Backend name: openai, local, scripted."""
+    model: str
+    """Model name as the backend knows it (recorded in every ModelCall event)."""
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> Completion:
+        """Answer the conversation; ``None`` parameters fall back to the backend's configuration.
+
+        Raises ``ModelError`` when the call fails after the backend's retries."""
+        ...
+
+    def check_available(self) -> None:
+        """Raise ``ModelUnavailableError`` with a one-line reason if calls cannot work (before an eval)."""
+        ...
+
+
+def call_model(
+    model: ChatModel,
+    messages: Sequence[Message],
+    *,
+    sink: EventSink,
+    role: str,
+    step: int,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    stop: Sequence[str] | None = None,
+    record_text: bool = True,
+) -> Completion:
+    """Call ``model`` and emit exactly one ``ModelCall`` event, whether the call succeeds or fails.
+
+    A failure is logged with its error and re-raised, so the caller can fall back (Sage's plan is skipped,
+    Swift keeps acting) while the log still shows the attempt. ``record_text`` puts the prompt and the reply
+    into the event (on by default: the logs are the audit trail).
+    """
+    logged_messages = (
+        [{"role": m["role"], "content": m["content"]} for m in messages] if record_text else None
+    )
+    start = time.perf_counter()
+    try:
+        completion = model.complete(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+    except Exception as exc:
+        sink.emit(
+            ModelCall(
+                step=step,
+                role=role,
+                backend=model.backend,
+                model=model.model,
+                latency_s=time.perf_counter() - start,
+                attempts=exc.attempts if isinstance(exc, ModelCallError) else 1,
+                error=f"{type(exc).__name__}: {exc}",
+                messages=logged_messages,
+            )
+        )
+        raise
+    sink.emit(
+        ModelCall(
+            step=step,
+            role=role,
+            backend=completion.backend,
+            model=completion.model,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=completion.latency_s,
+            attempts=completion.attempts,
+            messages=logged_messages,
+            completion=completion.text if record_text else None,
+        )
+    )
+    return completion

@@ -1,0 +1,126 @@
+"""The adapter against real ScienceWorld: named results, end states, stock equivalence, JVM lifecycle."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+import pytest
+from scienceworld import ScienceWorldEnv
+
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.tasks import get_task
+from fastslow.errors import EnvError, UsageError
+from fastslow.events import EndState
+
+FIND_NON_LIVING = 7  # gold path of 5 steps
+
+
+def test_reset_returns_named_result(env: ScienceWorldAdapter) -> None:
+    r = env.reset(FIND_NON_LIVING, 0)
+    assert r.steps == 0 and 0 <= r.score < 100 and r.end is EndState.RUNNING and not r.done
+    assert "non-living thing" in r.task_description
+    assert r.observation.startswith("This room is called")
+    assert "look around" in r.valid_actions and len(r.valid_actions) > 50
+    assert "In your inventory" in r.inventory or "inventory" in r.inventory.lower()
+
+
+def test_gold_path_reaches_success(env: ScienceWorldAdapter) -> None:
+    r = env.reset(FIND_NON_LIVING, 0, gold=True)
+    assert env.gold_actions
+    for action in env.gold_actions:
+        r = env.step(action)
+    assert r.end is EndState.SUCCESS and r.score == 100 and r.steps == len(env.gold_actions)
+
+
+def test_wrong_focus_is_failure(env: ScienceWorldAdapter) -> None:
+    # Task 5 asks to focus on an animal; focusing on the agent itself fails the task.
+    r = env.reset(5, get_task(5).variations["test"][0])
+    r = env.step("focus on agent")
+    assert r.score == -100 and r.end is EndState.FAILURE and r.done
+
+
+def test_step_limit(env: ScienceWorldAdapter) -> None:
+    env.step_limit = 3
+    try:
+        r = env.reset(FIND_NON_LIVING, 0)
+        ends = [env.step("look around").end for _ in range(3)]
+    finally:
+        env.step_limit = 300
+    assert ends == [EndState.RUNNING, EndState.RUNNING, EndState.STEP_LIMIT]
+    assert r.end is EndState.RUNNING
+
+
+def test_reward_is_score_delta(env: ScienceWorldAdapter) -> None:
+    prev = env.reset(FIND_NON_LIVING, 0, gold=True).score
+    for action in env.gold_actions:
+        r = env.step(action)
+        assert r.reward == r.score - prev
+        prev = r.score
+
+
+def test_same_as_stock_wrapper(env: ScienceWorldAdapter) -> None:
+    """Env checker: observation, score, look, inventory and valid actions equal the stock wrapper's."""
+    task = get_task(2)  # chemistry-mix: no heat transfer, deterministic
+    variation = task.variations["train"][0]
+    env.reset(task.task_id, variation, gold=True)
+    stock = ScienceWorldEnv("", envStepLimit=1000)
+    try:
+        stock.load(task.name, variation, "easy")
+        obs, info = stock.reset()
+        r = env.reset(task.task_id, variation, gold=True)
+        assert (obs, info["valid"]) == (r.observation, list(r.valid_actions))
+        for action in env.gold_actions[:12]:
+            obs, _, _, info = stock.step(action)
+            r = env.step(action)
+            assert obs == r.observation and info["score"] == r.score
+            assert info["valid"] == list(r.valid_actions)
+            assert (info["look"], info["inv"], info["taskDesc"]) == (r.look, r.inventory, r.task_description)
+    finally:
+        stock.close()
+
+
+def test_deterministic_reset(env: ScienceWorldAdapter) -> None:
+    a = env.reset(FIND_NON_LIVING, 3)
+    b = env.reset(FIND_NON_LIVING, 3)
+    assert a == b
+
+
+def test_bad_task_and_variation(env: ScienceWorldAdapter) -> None:
+    with pytest.raises(UsageError, match="unknown task id 31"):
+        env.reset(31, 0)
+    with pytest.raises(UsageError, match="variation 9999 is outside task 7"):
+        env.reset(FIND_NON_LIVING, 9999)
+
+
+def test_dead_jvm_ends_episode_with_typed_error_and_is_replaced() -> None:
+    with ScienceWorldAdapter() as adapter:
+        adapter.reset(FIND_NON_LIVING, 0)
+        pid = adapter.jvm_pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(EnvError, match="JVM failed"):
+            adapter.step("look around")
+        assert time.monotonic() - t0 < 30
+        r = adapter.reset(FIND_NON_LIVING, 0)  # a new JVM is started
+        assert adapter.jvm_pid not in (None, pid) and r.end is EndState.RUNNING
+    assert adapter.jvm_pid is None
+
+
+def test_hung_jvm_times_out() -> None:
+    with ScienceWorldAdapter(jvm_timeout_s=2) as adapter:
+        adapter.reset(FIND_NON_LIVING, 0)
+        pid = adapter.jvm_pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(EnvError):
+                adapter.step("look around")
+            assert time.monotonic() - t0 < 15
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
