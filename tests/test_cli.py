@@ -36,7 +36,7 @@ def test_episode_counts() -> None:
         (["eval", "--set", "test", "--tasks", "7", "--out", "/etc/hostname/sub"], "--out /etc/hostname/sub"),
         (["episodes", "--set", "test", "--tasks", "x"], "bad task selection"),
         (["run", "--task", "7"], "Missing option '--variation'"),
-        (["run", "--task", "7", "--variation", "abc"], "'abc' is not a valid integer"),
+        (["run", "--task", "7", "--variation", "abc"], "Invalid value for '--variation'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:

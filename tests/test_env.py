@@ -61,11 +61,15 @@ def test_reward_is_score_delta(env: ScienceWorldAdapter) -> None:
         prev = r.score
 
 
-def test_same_as_stock_wrapper(env: ScienceWorldAdapter) -> None:
-    """Env checker: observation, score, look, inventory and valid actions equal the stock wrapper's."""
-    task = get_task(2)  # chemistry-mix: no heat transfer, deterministic
+@pytest.mark.parametrize("java_helper", [True, False], ids=["java-helper", "py4j-fields"])
+def test_same_as_stock_wrapper(java_helper: bool) -> None:
+    """Env checker: observation, score, look, inventory and valid actions equal the stock wrapper's,
+    both with the Java helper and with the per-field py4j fallback."""
+    task = get_task(2)  # chemistry-mix: deterministic across JVMs
     variation = task.variations["train"][0]
-    env.reset(task.task_id, variation, gold=True)
+    env = ScienceWorldAdapter(java_helper=java_helper)
+    env.reset(task.task_id, variation)
+    assert env._jvm is not None and (env._jvm.fast is not None) == java_helper
     stock = ScienceWorldEnv("", envStepLimit=1000)
     try:
         stock.load(task.name, variation, "easy")
@@ -80,6 +84,7 @@ def test_same_as_stock_wrapper(env: ScienceWorldAdapter) -> None:
             assert (info["look"], info["inv"], info["taskDesc"]) == (r.look, r.inventory, r.task_description)
     finally:
         stock.close()
+        env.close()
 
 
 def test_deterministic_reset(env: ScienceWorldAdapter) -> None:
@@ -124,3 +129,12 @@ def test_hung_jvm_times_out() -> None:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_bench_env_compares_identical_runs() -> None:
+    from fastslow.bench.env import bench_env
+
+    result = bench_env((17,), "easy")  # lifespan-longest-lived: a 6-step gold path
+    head = result.headline()
+    assert head["identical"] and head["steps"] == result.steps >= 4
+    assert head["stock_steps_per_s"] > 0 and head["ours_steps_per_s"] > 0 and head["mean_valid_actions"] > 10

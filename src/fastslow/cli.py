@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 import yaml
 from rich.console import Console
 
 from fastslow.config import RunConfig, load_config
 from fastslow.errors import FastslowError, ModelUnavailableError, UsageError
+from fastslow.memory.cli import memory_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Dual-process agents on ScienceWorld.")
 bench_app = typer.Typer(
@@ -28,6 +28,9 @@ config_app = typer.Typer(no_args_is_help=True, help="Inspect configurations.")
 app.add_typer(bench_app, name="bench")
 app.add_typer(data_app, name="data")
 app.add_typer(config_app, name="config")
+train_app = typer.Typer(no_args_is_help=True, help="Train Swift models from a gold dataset.")
+app.add_typer(train_app, name="train")
+app.add_typer(memory_app, name="memory")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -94,6 +97,17 @@ def eval_(
     variations: VariationsOpt = None,
     limit_per_task: LimitOpt = None,
     override: OverrideOpt = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Parallel workers, one JVM each.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="local (processes) or ray (actors).")] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Ray cluster to join: auto or HOST:PORT.")
+    ] = None,
+    warmup: Annotated[
+        bool,
+        typer.Option(
+            "--warmup", help="First fill AMM's store with the warmup set (60 episodes) into DIR/warmup."
+        ),
+    ] = False,
 ) -> None:
     """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json."""
     from fastslow.env.episodes import select_episodes
@@ -101,31 +115,64 @@ def eval_(
 
     cfg = _config(config, override)
     selected = select_episodes(set_name, tasks, variations, limit_per_task)
-    metrics = eval_with_progress(cfg, selected, out, console)
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if warmup:
+        from fastslow.eval.evaluate import run_warmup
+
+        console.print(f"warm-up: filling the memory store into {out / 'warmup'}")
+        done = run_warmup(cfg, out, workers=workers, executor=executor, ray_address=ray_address)
+        console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
+    metrics = eval_with_progress(cfg, selected, out, console, workers, executor, ray_address)
     headline = {k: metrics[k] for k in ("episodes", "mean_score", "success_rate", "steps_at_success")}
     console.print(f"metrics written to {out / 'metrics.json'}")
     print(json.dumps(headline))
+
+
+@app.command()
+def report(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
+    out: Annotated[Path | None, typer.Option("--out", help="Report directory (default: DIR/report).")] = None,
+) -> None:
+    """The paper's tables (markdown + CSV), figures, and an HTML report with a trajectory viewer."""
+    from fastslow.eval.report import write_report
+
+    target = out or dirs[0] / "report"
+    html_path = write_report(dirs, target)
+    console.print(f"report written to {target} (open {html_path})")
 
 
 @bench_app.command("env")
 def bench_env_cmd(
     tasks: TasksOpt = None,
 ) -> None:
-    """Replay gold paths through the stock wrapper and ours; print steps/s of each and the ratio."""
+    """Replay gold paths through the stock wrapper and ours; print steps/s of each and the ratio.
+
+    Runs twice: with no simplification (the full action space, ~2,000-2,900 valid actions per step,
+    where the stock wrapper's per-element copy dominates) - the headline - and with "easy" (the paper's
+    setting, ~800 valid actions, where the JVM's own enumeration is a larger share of each step).
+    """
     from fastslow.bench.env import DEFAULT_TASKS, bench_env
     from fastslow.env.episodes import parse_int_ranges
 
     task_ids = tuple(parse_int_ranges(tasks, "task")) if tasks else DEFAULT_TASKS
-    result = bench_env(task_ids, progress=lambda line: console.print(line))
-    for line in result.mismatches[:20]:
+    heads = {}
+    mismatches: list[str] = []
+    for simplification in ("", "easy"):
+        label = simplification or "none"
+        console.print(f"[bold]simplification: {label}[/bold]")
+        result = bench_env(task_ids, simplification, progress=lambda line: console.print("  " + line))
+        mismatches += [f"[{label}] {m}" for m in result.mismatches]
+        head = heads[label] = result.headline()
+        console.print(
+            f"  {head['steps']} steps, {head['mean_valid_actions']} valid actions/step: "
+            f"stock {head['stock_steps_per_s']} steps/s, ours {head['ours_steps_per_s']} steps/s, "
+            f"ratio {head['ratio']}x, identical={head['identical']}"
+        )
+    for line in mismatches[:20]:
         err_console.print(f"[red]mismatch[/red] {line}")
-    head = result.headline()
-    console.print(
-        f"{head['steps']} steps: stock {head['stock_steps_per_s']} steps/s, "
-        f"ours {head['ours_steps_per_s']} steps/s, ratio {head['ratio']}x, identical={head['identical']}"
-    )
-    print(json.dumps(head))
-    if result.mismatches:
+    print(json.dumps({**heads["none"], "simplification": "none", "easy": heads["easy"]}))
+    if mismatches:
         raise typer.Exit(1)
 
 
@@ -150,9 +197,55 @@ def bench_llm_cmd(
     result = bench_llm(model, prompt_words=prompt_words, gen_tokens=gen_tokens)
     console.print(
         f"{result['backend']}/{result['model']}: prompt {result['prompt_tokens']} tok at "
-        f"{result['prompt_tok_s']} tok/s, generation {result['gen_tokens']} tok at {result['gen_tok_s']} tok/s"
+        f"{result['prompt_tok_s']} tok/s, generation {result['gen_tokens']} tok "
+        f"at {result['gen_tok_s']} tok/s"
     )
     print(json.dumps({k: v for k, v in result.items() if k != "calls"}))
+
+
+@bench_app.command("swift")
+def bench_swift_cmd(
+    config: ConfigOpt = "swift-only",
+    override: OverrideOpt = None,
+    actions: Annotated[int, typer.Option("--actions", help="Valid actions per decision.")] = 3000,
+    decisions: Annotated[int, typer.Option("--decisions", help="Decisions to time.")] = 200,
+) -> None:
+    """Milliseconds per Swift decision (features, ranking, safety policy) at ~3,000 valid actions."""
+    from fastslow.bench.swift import bench_swift
+    from fastslow.swift import make_policy, make_proposer
+
+    cfg = _config(config, override)
+    proposer = make_proposer(cfg.swift, top_k=cfg.swift.rerank_pool)
+    result = bench_swift(proposer, make_policy(cfg.swift), n_actions=actions, decisions=decisions)
+    console.print(
+        f"{result['proposer']}: {result['decisions']} decisions at {result['valid_actions']} valid actions: "
+        f"p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms"
+    )
+    print(json.dumps(result))
+
+
+@bench_app.command("memory")
+def bench_memory_cmd(
+    sizes: Annotated[str, typer.Option("--sizes", help="Store sizes.")] = "1000,10000,100000",
+    queries: Annotated[int, typer.Option("--queries", help="Searches timed per size.")] = 200,
+    stores: Annotated[str, typer.Option("--stores", help="sqlite, postgres or both.")] = "sqlite,postgres",
+    pg_dsn: Annotated[
+        str | None,
+        typer.Option("--pg-dsn", help="PostgreSQL DSN (default: FASTSLOW_PG_DSN or a temp server)."),
+    ] = None,
+) -> None:
+    """AMM retrieval latency (p50/p95 ms) of each store at each size."""
+    from fastslow.bench.memory import bench_memory
+
+    try:
+        size_list = tuple(int(x) for x in sizes.split(","))
+    except ValueError as exc:
+        raise UsageError(f"--sizes must be comma-separated integers, got '{sizes}'") from exc
+    kinds = tuple(x.strip() for x in stores.split(",") if x.strip())
+    if not kinds or any(k not in ("sqlite", "postgres") for k in kinds) or any(n <= 0 for n in size_list):
+        raise UsageError("--stores must list sqlite and/or postgres and --sizes positive integers")
+    result = bench_memory(size_list, queries, kinds, pg_dsn, progress=lambda line: console.print(line))
+    print(json.dumps(result))
 
 
 @data_app.command("tasks")
@@ -170,6 +263,81 @@ def data_tasks(
     console.print(f"wrote {target}")
 
 
+@data_app.command("gold")
+def data_gold(
+    out: Annotated[Path, typer.Option("--out", help="Dataset directory (resumable).")],
+    split: Annotated[str, typer.Option("--split", help="Only train is accepted.")] = "train",
+    per_task: Annotated[int, typer.Option("--per-task", help="Train variations per task.")] = 10,
+    tasks: TasksOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="Processes, one JVM each.")] = 2,
+) -> None:
+    """Replay gold paths of train variations into a Swift imitation dataset (gzipped JSONL)."""
+    from fastslow.env.episodes import parse_int_ranges
+    from fastslow.swift.data import build_gold
+
+    task_ids = parse_int_ranges(tasks, "task") if tasks else None
+    if split != "train":
+        raise UsageError(f"only the train split may become training data (got '{split}')")
+    summary = build_gold(
+        out, "train", per_task, task_ids, workers, progress=lambda line: console.print(line, highlight=False)
+    )
+    console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
+    counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}
+    print(json.dumps(counts))
+
+
+@train_app.command("swift")
+def train_swift_cmd(
+    data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Weights file (default: the packaged model).")
+    ] = None,
+    epochs: Annotated[int, typer.Option("--epochs", help="Passes over the data.")] = 3,
+    holdout_every: Annotated[
+        int, typer.Option("--holdout-every", help="Hold out every n-th episode (0 = none).")
+    ] = 0,
+) -> None:
+    """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
+    from fastslow.swift import imitation
+    from fastslow.swift.train import TrainSettings, train
+
+    target = out or Path(imitation.__file__).parent / "weights" / imitation.ARTIFACT
+    weights, report = train(
+        data, TrainSettings(epochs=epochs, holdout_every=holdout_every), progress=lambda s: console.print(s)
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    weights.save(target)
+    console.print(f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB)")
+    print(json.dumps(report))
+
+
+@train_app.command("swift-t5")
+def train_swift_t5_cmd(
+    data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
+    base: Annotated[Path, typer.Option("--base", help="Local seq2seq checkpoint, e.g. Flan-T5.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the fine-tuned checkpoint.")],
+    max_steps: Annotated[int, typer.Option("--max-steps", help="Stop after N steps (-1 = epochs).")] = -1,
+    epochs: Annotated[float, typer.Option("--epochs", help="Passes over the data.")] = 1.0,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Per-device batch size.")] = 8,
+    learning_rate: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 1e-4,
+) -> None:
+    """Fine-tune a seq2seq Swift (SwiftSage's Flan-T5 setup) with the HF trainer (extra `t5`)."""
+    from fastslow.swift.t5 import train_t5
+
+    report = train_t5(
+        data,
+        base,
+        out,
+        max_steps=max_steps,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        progress=lambda s: console.print(s),
+    )
+    console.print(f"wrote {out}")
+    print(json.dumps(report))
+
+
 @config_app.command("show")
 def config_show(config: ConfigOpt = "oracle", override: OverrideOpt = None) -> None:
     """Print the resolved configuration as YAML."""
@@ -179,21 +347,29 @@ def config_show(config: ConfigOpt = "oracle", override: OverrideOpt = None) -> N
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-line errors and exit code 2 for bad input, whatever layer detects it."""
     try:
-        app(args=argv, standalone_mode=False)
+        result = app(args=argv, standalone_mode=False)
     except (UsageError, ModelUnavailableError) as exc:
-        err_console.print(f"error: {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except click.UsageError as exc:
-        err_console.print(f"error: {exc.format_message()}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except click.exceptions.Exit as exc:
+        _fail(str(exc), 2)
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
+    except typer.Abort:
+        _fail("aborted", 130)
     except FastslowError as exc:
-        err_console.print(f"error: {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+        _fail(f"{type(exc).__name__}: {exc}", 1)
+    except Exception as exc:
+        # Command-line parsing errors (missing option, bad integer) come from the click layer under
+        # typer, whose module path differs between typer versions; they all carry these two members.
+        format_message = getattr(exc, "format_message", None)
+        if callable(format_message) and isinstance(getattr(exc, "exit_code", None), int):
+            _fail(str(format_message()), 2)
+        raise
+    if isinstance(result, int) and result:
+        sys.exit(result)
+
+
+def _fail(message: str, code: int) -> None:
+    err_console.print(f"error: {message}", highlight=False, soft_wrap=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
+from fastslow.controller.config import ControllerConfig
 from fastslow.errors import UsageError
+from fastslow.memory.config import AmmConfig
 from fastslow.models.config import ModelConfig
+from fastslow.reflection.config import SrmConfig
 from fastslow.strict import StrictModel
 
 
@@ -35,8 +38,38 @@ class EnvConfig(StrictModel):
 class AgentConfig(StrictModel):
     """Which agent plays the episode."""
 
-    kind: Literal["oracle"] = "oracle"
-    """oracle = replay ScienceWorld's gold action sequence (an upper bound and a harness check)."""
+    kind: Literal["oracle", "swift", "swiftsage"] = "oracle"
+    """oracle = replay ScienceWorld's gold action sequence (an upper bound and a harness check);
+    swift = the Swift proposer acts alone (no Sage, no modules) with its safety policy;
+    swiftsage = SwiftSage's fast/slow controller (the paper's baseline; ``controller:`` section)."""
+
+
+class SwiftConfig(StrictModel):
+    """Swift, the fast proposer (paper §3; SwiftSage's Flan-T5 policy, or the embedded imitation model)."""
+
+    backend: Literal["imitation", "t5"] = "imitation"
+    """imitation = embedded CPU ranker shipped in the package; t5 = a local Flan-T5 seq2seq checkpoint."""
+    model_path: str | None = None
+    """imitation: weights file (.npz) from `fastslow train swift`; default: the packaged model.
+    t5: directory of a seq2seq checkpoint (required)."""
+    top_k: int = 5
+    """Ranked candidates returned per decision (SwiftSage keeps the top 5 beams)."""
+    min_confidence: float = 0.1
+    """Below this top-candidate confidence Swift counts as failed for the controller."""
+    num_beams: int = 5
+    """t5: beams for beam search (SwiftSage: 5)."""
+    max_new_tokens: int = 16
+    """t5: longest generated action in tokens (SwiftSage: 16)."""
+    rerank_pool: int = 50
+    """swift agent: top candidates the safety policy re-scores before acting."""
+    repeat_penalty: float = 6.0
+    """Safety policy: score penalty per execution of the same action in the last `loop_window` steps."""
+    loop_window: int = 10
+    """Safety policy: how many recent steps the loop penalty looks at."""
+    focus_min_confidence: float = 0.0
+    """swift agent: put off a focus whose probability among the candidates is below this (-100 risk)."""
+    focus_rule: bool = True
+    """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""
 
 
 class SageConfig(StrictModel):
@@ -51,6 +84,21 @@ class CriticConfig(StrictModel):
 
     model: ModelConfig = ModelConfig()
     """Language model the Critic diagnoses with (default: the embedded offline model)."""
+    kind: Literal["llm", "rules"] = "llm"
+    """llm = the paper's Critic (prompt critic.j2, ``model`` answers); rules = a deterministic Critic that
+    proposes untried task-relevant actions and unvisited rooms from the stagnation report."""
+    budget: int = Field(default=3, ge=0)
+    """Critic calls allowed per episode (paper: 3; 6 lowered the score from 64.33 to 52.95)."""
+    cooldown: int = Field(default=5, ge=0)
+    """Env steps after a call before the next one."""
+    backoff: int = Field(default=10, ge=0)
+    """Env steps after an ineffective call before the next one (replaces the cooldown)."""
+    effect_window: int = Field(default=5, ge=1)
+    """A call is effective if the score increases within this many env steps after it."""
+    max_actions: int = Field(default=5, ge=1)
+    """Actions kept from one call (the paper's Critic outputs at most 5)."""
+    history: int = Field(default=10, ge=0)
+    """Recent turns shown in the Critic's prompt."""
 
 
 class RunConfig(StrictModel):
@@ -68,6 +116,14 @@ class RunConfig(StrictModel):
     """Sage (slow planner) settings."""
     critic: CriticConfig = CriticConfig()
     """Critic (SRM reflection) settings."""
+    swift: SwiftConfig = SwiftConfig()
+    """Swift (fast proposer) settings."""
+    srm: SrmConfig = SrmConfig()
+    """SRM (Gate-1, stagnation detector, Critic switch) settings."""
+    controller: ControllerConfig = ControllerConfig()
+    """SwiftSage controller settings: escalation rules, action buffer, Sage prompting, early stop."""
+    amm: AmmConfig = AmmConfig()
+    """AMM (adaptive episodic memory, paper §3.1) settings; off unless ``amm.enabled``."""
 
 
 CONFIG_PACKAGE = "fastslow.configs"

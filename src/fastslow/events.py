@@ -119,7 +119,260 @@ class EpisodeEnd(_Event):
     error: str | None = None
 
 
-Event = Annotated[EpisodeStart | EnvStep | ModelCall | EpisodeEnd, Field(discriminator="event")]
+MemoryTrigger = Literal["T1", "T2", "T3", "T4"]
+"""AMM retrieval triggers (paper §3.1): T1 Swift failure, T2 stagnation, T3 repeated invalid action,
+T4 Sage planning."""
+
+
+class MemoryWrite(_Event):
+    """AMM stored a record: the salience gate found the transition informative (paper §3.1, App. D)."""
+
+    event: Literal["memory_write"] = "memory_write"
+    step: int
+    """Env step whose transition was stored."""
+    record_id: str
+    tag: str
+    """success, near-miss or avoidance."""
+    subtag: str
+    """Why: terminal, milestone, focus, progress, invalid-action, task-failure, score-loss."""
+
+
+class MemoryRetrieval(_Event):
+    """AMM searched its store because a trigger fired (paper §3.1, App. D)."""
+
+    event: Literal["memory_retrieval"] = "memory_retrieval"
+    step: int
+    """Env steps taken when the trigger fired."""
+    trigger: MemoryTrigger
+    rung: str = ""
+    """T1 ladder rung (success, success+near-miss); empty for other triggers."""
+    n: int
+    """Number of records returned."""
+    ids: list[str]
+    """Record ids, best first."""
+    latency_ms: float = 0.0
+
+
+class MemoryInjection(_Event):
+    """A memory block went into a model's input (paper §3.1, App. D)."""
+
+    event: Literal["memory_injection"] = "memory_injection"
+    step: int
+    trigger: MemoryTrigger
+    target: Literal["swift", "sage", "critic"]
+    n: int
+    """Records in the block after dedup, filtering and truncation."""
+    chars: int
+    """Length of the injected block."""
+
+
+class MemoryFallback(_Event):
+    """AMM gave up on a write or an injection and the baseline input was used unchanged (paper §3.1)."""
+
+    event: Literal["memory_fallback"] = "memory_fallback"
+    step: int
+    trigger: str
+    """T1-T4, or ``write`` for the write hook."""
+    target: str = ""
+    """swift, sage, critic, or ``store`` for a failed write."""
+    reason: str
+    """no_records, over_budget, format_error, structure_check, store_error, ... (with detail)."""
+
+
+class SwiftProposal(_Event):
+    """Swift ranked actions for a timestep the buffer did not cover (paper §3, SwiftSage System 1)."""
+
+    event: Literal["swift_proposal"] = "swift_proposal"
+    step: int
+    """Env steps taken when Swift was asked (the action it chooses becomes env step ``step + 1``)."""
+    proposer: str
+    """Swift model name (imitation, t5, scripted, ...)."""
+    candidates: list[str]
+    """Top candidates as proposed, best first."""
+    scores: list[float]
+    """Model scores of ``candidates``."""
+    confidence: float
+    """Swift's confidence in its top candidate, 0-1."""
+    chosen: str | None
+    """The valid action Swift's proposal grounded to; None when no candidate was valid."""
+
+
+class Escalation(_Event):
+    """An arbitration rule sent the timestep to Sage (paper §3, SwiftSage arbitration)."""
+
+    event: Literal["escalation"] = "escalation"
+    step: int
+    rule: str
+    """invalid_action, failure_messages, focus_before_sage, no_progress."""
+    detail: str = ""
+    """Human-readable evidence for the rule."""
+    blocked: str | None = None
+    """Why Sage was nevertheless not called (cooldown, consecutive_sage); None when it was."""
+
+
+class SageCall(_Event):
+    """Summary of one Sage plan+ground round; its ModelCall events carry the same ``step``."""
+
+    event: Literal["sage_call"] = "sage_call"
+    step: int
+    rule: str
+    """The escalation rule that called Sage."""
+    model_calls: int
+    """LLM calls made (planning, grounding, grounding retries)."""
+    parsed: list[str]
+    """Actions parsed from the last grounding reply, as written."""
+    actions: list[str]
+    """Parsed actions grounded to valid actions (what went to the buffer, before the size cap)."""
+    retried: bool = False
+    """True when the first grounding reply yielded no usable action and was retried."""
+    error: str | None = None
+    """Model error that ended the round; the controller fell back to Swift's action."""
+    latency_s: float = 0.0
+    """Wall time of the LLM calls of this round."""
+
+
+class BufferPush(_Event):
+    """Actions entered the FIFO action buffer."""
+
+    event: Literal["buffer_push"] = "buffer_push"
+    step: int
+    source: str
+    """sage or critic."""
+    actions: list[str]
+    dropped: list[str] = []
+    """Actions beyond the buffer size, not buffered."""
+
+
+class BufferPop(_Event):
+    """The controller took the next buffered action (``skipped`` lists invalid ones passed over)."""
+
+    event: Literal["buffer_pop"] = "buffer_pop"
+    step: int
+    action: str | None
+    """The action executed; None when every remaining buffered action was skipped."""
+    skipped: list[str] = []
+    """Buffered actions dropped because no valid action matched them now."""
+    remaining: int
+    """Actions left in the buffer."""
+
+
+class BufferClear(_Event):
+    """The buffer was emptied early: its actions kept failing."""
+
+    event: Literal["buffer_clear"] = "buffer_clear"
+    step: int
+    reason: str
+    dropped: list[str]
+
+
+class GateOutcome(StrEnum):
+    """What SRM Gate-1 did with a proposed action (paper §3.2)."""
+
+    ACCEPT = "accept"  # in the valid set as proposed
+    REPAIR = "repair"  # rewritten deterministically into a valid action
+    DROP = "drop"  # refused: it never reaches the environment and costs no env step
+
+
+class GateDecision(_Event):
+    """SRM Gate-1 checked one proposed action right before env.step (paper §3.2)."""
+
+    event: Literal["gate_decision"] = "gate_decision"
+    step: int
+    """Env steps taken so far (the action, if let through, becomes step ``step + 1``)."""
+    source: str
+    """Who proposed the action: swift, sage, critic, ..."""
+    outcome: GateOutcome
+    original: str
+    """The action as proposed."""
+    action: str
+    """The action let through (the repaired one for REPAIR); empty for DROP."""
+    rule: str = ""
+    """ACCEPT: ``exact``; REPAIR: the repair rule (normalize, alias, teleport, qualifier, fuzzy)."""
+    reason: str = ""
+    """DROP: the reason code (empty, not_admissible, ambiguous, focus_limit, repeated_focus,
+    focus_not_allowed, avoided)."""
+    detail: str = ""
+    """Human-readable evidence (e.g. the close matches that made a repair ambiguous)."""
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome is not GateOutcome.DROP
+
+
+class StagnationReport(_Event):
+    """The SRM stagnation detector saw the agent stop making progress (paper §3.2)."""
+
+    event: Literal["stagnation_report"] = "stagnation_report"
+    step: int
+    """Env steps taken when the threshold was crossed."""
+    pattern: str
+    """The main pattern: invalid_loop, repeated_action, repeated_observation, verb_loop, navigation_loop."""
+    patterns: list[str] = []
+    """Every pattern that crossed its threshold at this step, main one first."""
+    evidence_steps: list[int] = []
+    """Env steps whose turns show the pattern."""
+    avoid: list[str] = []
+    """Actions that should not be proposed again (the loop's actions)."""
+    constraints: list[str] = []
+    """Runtime constraints in words (focus budget, rooms seen, ...), for the Critic's prompt."""
+
+
+class CriticCall(_Event):
+    """The SRM Critic was called on a stagnation report (paper §3.2); its actions go to the buffer."""
+
+    event: Literal["critic_call"] = "critic_call"
+    step: int
+    kind: str
+    """llm or rules."""
+    pattern: str
+    """Pattern of the stagnation report that triggered the call."""
+    diagnosis: str = ""
+    proposed: list[str] = []
+    """Actions parsed from the Critic's answer, before filtering."""
+    actions: list[str] = []
+    """Actions kept (exact valid-action strings, none on the avoid list, at most the configured number)."""
+    budget_left: int
+    """Calls left in this episode after this one."""
+    error: str | None = None
+    """Why the call produced no actions (model error, nothing parsed), if it did not."""
+
+
+class CriticEffect(_Event):
+    """Whether a Critic call led to progress (a score increase) within its effect window (paper §3.2)."""
+
+    event: Literal["critic_effect"] = "critic_effect"
+    step: int
+    """Env steps taken when the effect was decided."""
+    call_step: int
+    """Step of the CriticCall this judges."""
+    effective: bool
+    score_before: int
+    score_after: int
+    reason: str = ""
+    """score_increase, no_progress_in_window, no_actions, episode_end."""
+
+
+Event = Annotated[
+    EpisodeStart
+    | EnvStep
+    | ModelCall
+    | EpisodeEnd
+    | MemoryWrite
+    | MemoryRetrieval
+    | MemoryInjection
+    | MemoryFallback
+    | SwiftProposal
+    | Escalation
+    | SageCall
+    | BufferPush
+    | BufferPop
+    | BufferClear
+    | GateDecision
+    | StagnationReport
+    | CriticCall
+    | CriticEffect,
+    Field(discriminator="event"),
+]
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 

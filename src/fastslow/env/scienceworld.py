@@ -1,9 +1,12 @@
 """ScienceWorld adapter: one named StepResult per step, valid actions fetched in bulk (paper §4).
 
-The stock ``ScienceWorldEnv.step`` copies the ~1-3k valid actions across py4j one element at a time
-(~70 ms of its ~84 ms). Here the JVM writes the list to a file in /dev/shm with one py4j call and
-Python reads it back in one go (~1 ms); ``fastslow bench env`` checks that observations, scores and
-valid-action sets are identical to the stock wrapper's.
+The stock ``ScienceWorldEnv.step`` makes one py4j round trip per field and copies the ~1-3k valid
+actions one element at a time (~70 ms of its ~84 ms). Here a small Java helper (``java/FastStep.java``,
+compiled once with javac into the user cache) steps and reads every field on the JVM side, writes them
+to one file in /dev/shm, and Python reads it in one go: one round trip per step. Without javac the
+adapter falls back to per-field calls with the valid list still written to shm in bulk.
+``fastslow bench env`` checks that observations, scores and valid-action sets are identical to the
+stock wrapper's.
 
 JVM lifecycle: started lazily on the first ``reset``, closed by ``close()`` or at interpreter exit,
 and replaced on the next ``reset`` if it died. Every py4j call has a read timeout, so a hung or dead
@@ -14,7 +17,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import hashlib
+import logging
 import os
+import shutil
 import subprocess
 import tempfile
 import weakref
@@ -27,6 +34,7 @@ from fastslow.errors import EnvError
 from fastslow.events import EndState
 
 SUCCESS_SCORE = 100
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,15 +67,64 @@ def _jar_path() -> str:
     return str(JAR_PATH)
 
 
-class _Jvm:
-    """One ScienceWorld JVM behind a py4j gateway, plus the shm file it writes valid actions into."""
+_JAVA_SOURCE = Path(__file__).parent / "java" / "fastslow" / "FastStep.java"
 
-    def __init__(self, timeout_s: float) -> None:
+
+@functools.cache
+def _java_helper_dir() -> str | None:
+    """Compile FastStep.java once into the user cache; None (slower py4j path) if javac is missing."""
+    javac = shutil.which("javac")
+    if javac is None:
+        log.warning("javac not found: using the slower per-field py4j path for ScienceWorld steps")
+        return None
+    source = _JAVA_SOURCE.read_bytes()
+    jar = Path(_jar_path())
+    key = hashlib.sha256(source + str(jar.stat().st_size).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastslow" / "java" / key
+    if (cache / "fastslow" / "FastStep.class").is_file():
+        return str(cache)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache.parent))
+    proc = subprocess.run(
+        [javac, "-nowarn", "-d", str(tmp), "-cp", str(jar), str(_JAVA_SOURCE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        log.warning(
+            "could not compile %s (%s): using the slower py4j path", _JAVA_SOURCE, proc.stderr.strip()
+        )
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    try:
+        tmp.rename(cache)  # atomic: concurrent workers either win or find the finished directory
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(cache)
+
+
+@dataclass(frozen=True)
+class _RawState:
+    observation: str
+    score: float
+    completed: bool
+    moves: int
+    look: str
+    inventory: str
+    valid_actions: tuple[str, ...]
+
+
+class _Jvm:
+    """One ScienceWorld JVM behind a py4j gateway, plus the shm file it writes each step's state into."""
+
+    def __init__(self, timeout_s: float, java_helper: bool = True) -> None:
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
         jar = _jar_path()
+        helper_dir = _java_helper_dir() if java_helper else None
         port, proc = launch_gateway(
-            classpath=jar,
+            classpath=jar if helper_dir is None else f"{jar}{os.pathsep}{helper_dir}",
             die_on_exit=True,
             cwd=os.path.dirname(jar),
             return_proc=True,
@@ -79,10 +136,11 @@ class _Jvm:
         )
         jvm = self.gateway.jvm
         self.server: Any = jvm.scienceworld.runtime.pythonapi.PythonInterface()
+        self.fast: Any = jvm.fastslow.FastStep if helper_dir is not None else None
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        fd, name = tempfile.mkstemp(prefix="fastslow-valid-", suffix=".txt", dir=shm)
+        fd, name = tempfile.mkstemp(prefix="fastslow-state-", suffix=".txt", dir=shm)
         os.close(fd)
-        self.valid_path = Path(name)
+        self.state_path = Path(name)
         self._files = jvm.java.nio.file.Files
         self._jpath = jvm.java.nio.file.Paths.get(name, self.gateway.new_array(jvm.String, 0))
         self._utf8 = jvm.java.nio.charset.StandardCharsets.UTF_8
@@ -95,12 +153,39 @@ class _Jvm:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def advance(self, action: str) -> _RawState:
+        """Step, then read the state in the stock wrapper's order (score, completed, moves, look, inventory,
+        valid actions). With the Java helper this is one py4j round trip plus one file read."""
+        if self.fast is None:
+            server = self.server
+            return _RawState(
+                observation=str(server.step(action)),
+                score=float(server.getScore()),
+                completed=bool(server.getCompleted()),
+                moves=int(server.getNumMoves()),
+                look=str(server.freeActionLook()),
+                inventory=str(server.freeActionInventory()),
+                valid_actions=self.valid_actions(),
+            )
+        n_valid = int(self.fast.step(self.server, action, str(self.state_path)))
+        fields = self.state_path.read_text(encoding="utf-8").split("\0")
+        if len(fields) != 7:
+            raise EnvError(f"unexpected state framing from the JVM ({len(fields)} fields) after {action!r}")
+        observation, score, completed, moves, look, inventory, blob = fields
+        valid = blob.split("\n")
+        valid.pop()  # the list ends with a newline
+        if len(valid) != n_valid:
+            # An action containing a newline would break the framing; take the slow copy instead.
+            valid = [str(a) for a in self.server.getValidActionObjectCombinations()]
+        return _RawState(
+            observation, float(score), completed == "true", int(moves), look, inventory, tuple(valid)
+        )
+
     def valid_actions(self) -> tuple[str, ...]:
         """The valid-action list, written by Java to shm in one call and read in bulk."""
         ref = self.server.getValidActionObjectCombinations()
         self._files.write(self._jpath, ref, self._utf8, self._no_opts)
-        text = self.valid_path.read_text(encoding="utf-8")
-        actions = text.split("\n")
+        actions = self.state_path.read_text(encoding="utf-8").split("\n")
         if actions and actions[-1] == "":
             actions.pop()
         if len(actions) != ref.size():
@@ -117,7 +202,7 @@ class _Jvm:
                 self.proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        self.valid_path.unlink(missing_ok=True)
+        self.state_path.unlink(missing_ok=True)
 
 
 _LIVE_ENVS: weakref.WeakSet[ScienceWorldAdapter] = weakref.WeakSet()
@@ -132,8 +217,15 @@ def _close_all() -> None:
 class ScienceWorldAdapter:
     """The ``Env`` of the agent loop: ``reset(task, variation)`` and ``step(action)`` -> StepResult."""
 
-    def __init__(self, simplification: str = "easy", step_limit: int = 300, jvm_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        simplification: str = "easy",
+        step_limit: int = 300,
+        jvm_timeout_s: float = 120.0,
+        java_helper: bool = True,
+    ):
         self.simplification = simplification
+        self.java_helper = java_helper
         self.step_limit = step_limit
         self.jvm_timeout_s = jvm_timeout_s
         self._jvm: _Jvm | None = None
@@ -142,6 +234,7 @@ class ScienceWorldAdapter:
         self._steps = 0
         self._last_score = 0
         self._gold: tuple[str, ...] = ()
+        self._task_description = ""
         _LIVE_ENVS.add(self)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -150,7 +243,7 @@ class ScienceWorldAdapter:
             self._jvm.close()
             self._jvm = None
         if self._jvm is None:
-            self._jvm = _Jvm(self.jvm_timeout_s)
+            self._jvm = _Jvm(self.jvm_timeout_s, self.java_helper)
         return self._jvm
 
     @property
@@ -204,47 +297,42 @@ class ScienceWorldAdapter:
         self._gold = tuple(self._call("gold path", jvm.server.getGoldActionSequence)) if gold else ()
         self._task, self._variation = info, variation
         self._steps, self._last_score = 0, 0
+        # Constant for the episode: fetched once instead of on every step as the stock wrapper does.
+        self._task_description = str(self._call("task description", jvm.server.freeActionTaskDesc))
         # Same as the stock wrapper: the first observation is "look around" after a reset.
         self._call("reset", jvm.server.reset)
-        observation = self._call("step", jvm.server.step, "look around")
-        result = self._observe(observation)
-        return result
+        return self._advance(jvm, "look around")
 
     def step(self, action: str) -> StepResult:
         jvm = self._jvm
         if jvm is None or self._task is None:
             raise EnvError("no episode loaded (or the JVM died): call reset() first")
-        observation = self._call("step", jvm.server.step, action)
         self._steps += 1
-        return self._observe(observation)
+        return self._advance(jvm, action)
 
-    def _observe(self, observation: str) -> StepResult:
-        jvm = self._jvm
-        assert jvm is not None
-        server = jvm.server
-        score = round(100 * self._call("score", server.getScore))
-        completed = bool(self._call("completed", server.getCompleted))
-        moves = int(self._call("moves", server.getNumMoves))
+    def _advance(self, jvm: _Jvm, action: str) -> StepResult:
+        raw: _RawState = self._call("step", jvm.advance, action)
+        score = round(100 * raw.score)
         reward, self._last_score = score - self._last_score, score
         if score < 0:
             end = EndState.FAILURE
         elif score >= SUCCESS_SCORE:
             end = EndState.SUCCESS
-        elif completed:
+        elif raw.completed:
             end = EndState.FAILURE
         elif self._steps >= self.step_limit:
             end = EndState.STEP_LIMIT
         else:
             end = EndState.RUNNING
         return StepResult(
-            observation=str(observation),
+            observation=raw.observation,
             score=score,
             reward=reward,
-            moves=moves,
+            moves=raw.moves,
             steps=self._steps,
-            look=str(self._call("look", server.freeActionLook)),
-            inventory=str(self._call("inventory", server.freeActionInventory)),
-            task_description=str(self._call("task description", server.freeActionTaskDesc)),
-            valid_actions=self._call("valid actions", jvm.valid_actions),
+            look=raw.look,
+            inventory=raw.inventory,
+            task_description=self._task_description,
+            valid_actions=raw.valid_actions,
             end=end,
         )

@@ -5,9 +5,12 @@ DIR layout:
   run.json         command, versions, git commit, episode list
   events/*.jsonl   one event log per episode (``<task>-<variation>.jsonl``)
   metrics.json     computed from events/ when the run finishes
+  warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics)
 
-Episodes whose log already ends with ``episode_end`` are skipped, so rerunning the same command
-after a crash finishes the run without repeating finished episodes; an unfinished log is replayed.
+Episodes run on ``workers`` processes, each owning one ScienceWorld JVM. Episodes whose log already
+ends with ``episode_end`` are skipped, so rerunning the same command after a crash or ``kill -9``
+finishes the run without repeating finished episodes; an unfinished log is replayed from scratch.
+An episode the environment broke (the JVM died) is retried a bounded number of times.
 """
 
 from __future__ import annotations
@@ -22,14 +25,13 @@ from typing import Any
 
 import yaml
 
-from fastslow.agents import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.errors import UsageError
-from fastslow.eval.metrics import compute_metrics, summarize_dir, summarize_log
-from fastslow.eval.runner import EpisodeOutcome, git_commit, run_episode, versions
-from fastslow.events import JsonlWriter
+from fastslow.eval.executors import EXECUTORS, run_episodes
+from fastslow.eval.metrics import run_metrics, summarize_log
+from fastslow.eval.runner import EpisodeOutcome, git_commit, versions
+from fastslow.events import EndState
 
 
 def prepare_out_dir(out: Path) -> None:
@@ -53,17 +55,48 @@ def _write_json(path: Path, payload: Any) -> None:
     tmp.replace(path)
 
 
+def is_finished(path: Path) -> bool:
+    """A log counts as done when it ends with episode_end and the environment did not break it."""
+    if not path.exists():
+        return False
+    summary = summarize_log(path)
+    return summary is not None and summary.end is not EndState.ERROR
+
+
 def evaluate(
     config: RunConfig,
     episodes: list[Episode],
     out: Path,
     *,
+    workers: int = 1,
+    retries: int = 2,
+    executor: str = "local",
+    ray_address: str | None = None,
     on_episode: Callable[[EpisodeOutcome | None, int, int], None] | None = None,
+    warmup: bool = False,
+    warmup_episodes: list[Episode] | None = None,
 ) -> dict[str, Any]:
-    """Run ``episodes`` sequentially into ``out`` and return the metrics (also written to metrics.json).
+    """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics,
+    also written to metrics.json.
 
-    ``on_episode(outcome, done, total)`` is called after each episode (outcome None = skipped as done).
+    ``on_episode(outcome, done, total)`` is called after each episode (outcome None = already done).
+    ``warmup``: first play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup
+    (``run_warmup``).
     """
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
+    if warmup:
+        run_warmup(
+            config,
+            out,
+            warmup_episodes,
+            workers=workers,
+            retries=retries,
+            executor=executor,
+            ray_address=ray_address,
+        )
     prepare_out_dir(out)
     events_dir = out / "events"
     (out / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
@@ -73,28 +106,81 @@ def evaluate(
             "command": sys.argv,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "config_name": config.name,
+            "workers": workers,
+            "executor": executor,
             "versions": versions(),
             "git_commit": git_commit(),
             "episodes": [str(e) for e in episodes],
         },
     )
-    agent = make_agent(config)
-    with ScienceWorldAdapter(
-        config.env.simplification, config.env.step_limit, config.env.jvm_timeout_s
-    ) as env:
-        for done, episode in enumerate(episodes, start=1):
-            path = events_dir / f"{episode.episode_id}.jsonl"
-            if path.exists() and summarize_log(path) is not None:
-                if on_episode:
-                    on_episode(None, done, len(episodes))
-                continue
-            path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
-            with JsonlWriter(path) as writer:
-                outcome = run_episode(env, agent, episode, config, writer)
-            if on_episode:
-                on_episode(outcome, done, len(episodes))
-    wanted = {e.episode_id for e in episodes}
-    summaries = [s for s in summarize_dir(events_dir) if s.episode_id in wanted]
-    metrics = compute_metrics(summaries)
+    todo = [e for e in episodes if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
+    done = len(episodes) - len(todo)
+    if on_episode:
+        for i in range(done):
+            on_episode(None, i + 1, len(episodes))
+
+    def finished(outcome: EpisodeOutcome) -> None:
+        nonlocal done
+        done += 1
+        if on_episode:
+            on_episode(outcome, done, len(episodes))
+
+    run_episodes(
+        config,
+        todo,
+        events_dir,
+        workers=workers,
+        retries=retries,
+        executor=executor,
+        ray_address=ray_address,
+        on_outcome=finished,
+    )
+    metrics = run_metrics(events_dir, [e.episode_id for e in episodes])
     _write_json(out / "metrics.json", metrics)
     return metrics
+
+
+WARMUP_DIR = "warmup"
+
+
+def run_warmup(
+    config: RunConfig,
+    out: Path,
+    episodes: list[Episode] | None = None,
+    *,
+    workers: int = 1,
+    retries: int = 2,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> list[EpisodeOutcome]:
+    """AMM warm-up (paper §4): play the ``warmup`` set (2 train variations per task, 60 episodes) with
+    the run's own configuration so the memory store holds records before the evaluation starts.
+
+    Logs go to DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes
+    are skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
+    lets them write even when ``amm.mode`` is frozen (read-only afterwards)."""
+    from fastslow.env.episodes import select_episodes
+
+    if not config.amm.enabled:
+        raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
+    if config.agent.kind != "swiftsage":
+        raise UsageError(f"--warmup needs agent.kind swiftsage (the one with AMM), not {config.agent.kind}")
+    chosen = episodes if episodes is not None else select_episodes("warmup", None, None, None)
+    target = out / WARMUP_DIR
+    prepare_out_dir(target)
+    events_dir = target / "events"
+    todo = [e for e in chosen if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
+    warm = config.model_copy(update={"controller": config.controller.model_copy(update={"warmup": True})})
+    outcomes: list[EpisodeOutcome] = []
+    run_episodes(
+        warm,
+        todo,
+        events_dir,
+        workers=workers,
+        retries=retries,
+        executor=executor,
+        ray_address=ray_address,
+        on_outcome=outcomes.append,
+    )
+    _write_json(target / "episodes.json", [str(e) for e in chosen])
+    return outcomes

@@ -27,7 +27,18 @@ from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.evaluate import evaluate, prepare_out_dir
 from fastslow.eval.runner import EpisodeOutcome, run_episode
-from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, Event, FanOut, JsonlWriter, ModelCall
+from fastslow.events import (
+    BufferClear,
+    EnvStep,
+    EpisodeEnd,
+    EpisodeStart,
+    Escalation,
+    Event,
+    FanOut,
+    JsonlWriter,
+    ModelCall,
+    SageCall,
+)
 
 SOURCE_STYLE = {"oracle": "cyan", "swift": "green", "sage": "magenta", "critic": "yellow"}
 
@@ -73,6 +84,23 @@ class StepPrinter:
                 f"{event.completion_tokens} tok {event.latency_s:.1f}s {status}[/dim]",
                 highlight=False,
             )
+        elif isinstance(event, Escalation):
+            outcome = f"sage {event.blocked}, swift acts" if event.blocked else "calling sage"
+            self.console.print(
+                f"     [magenta]escalate[/magenta] [dim]{event.rule}: {_clip(event.detail, 70)} "
+                f"-> {outcome}[/dim]",
+                highlight=False,
+            )
+        elif isinstance(event, SageCall):
+            result = f"[red]{_clip(event.error, 60)}[/red]" if event.error else f"{len(event.actions)} act."
+            retry = " (retried)" if event.retried else ""
+            self.console.print(
+                f"     [magenta]sage[/magenta] [dim]{event.model_calls} calls {event.latency_s:.1f}s: "
+                f"{result}{retry} {_clip(' | '.join(event.actions), 80)}[/dim]",
+                highlight=False,
+            )
+        elif isinstance(event, BufferClear):
+            self.console.print(f"     [dim]buffer cleared: {event.reason}[/dim]", highlight=False)
         elif isinstance(event, EpisodeEnd):
             self.console.rule(
                 f"{event.end.value} · score {event.final_score} · {event.steps} steps · {event.wall_s:.1f}s"
@@ -99,7 +127,13 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
 
 
 def eval_with_progress(
-    config: RunConfig, episodes: list[Episode], out: Path, console: Console
+    config: RunConfig,
+    episodes: list[Episode],
+    out: Path,
+    console: Console,
+    workers: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """``fastslow eval`` with a progress bar showing ETA and the running mean score."""
     scores: list[float] = []
@@ -123,4 +157,12 @@ def eval_with_progress(
             mean = f"mean {fmean(scores):.1f}" if scores else ""
             progress.update(bar, completed=done, status=f"{mean} · last {last}")
 
-        return evaluate(config, episodes, out, on_episode=on_episode)
+        return evaluate(
+            config,
+            episodes,
+            out,
+            workers=workers,
+            executor=executor,
+            ray_address=ray_address,
+            on_episode=on_episode,
+        )

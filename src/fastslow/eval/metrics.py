@@ -12,14 +12,32 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 from fastslow.env.tasks import get_task
-from fastslow.events import EndState, EpisodeEnd, EpisodeStart, iter_events
+from fastslow.events import (
+    CriticCall,
+    CriticEffect,
+    EndState,
+    EnvStep,
+    EpisodeEnd,
+    EpisodeStart,
+    Event,
+    GateDecision,
+    GateOutcome,
+    MemoryFallback,
+    MemoryInjection,
+    MemoryRetrieval,
+    MemoryWrite,
+    ModelCall,
+    SageCall,
+    StagnationReport,
+    iter_events,
+)
 
 SUCCESS_SCORE = 100
 
@@ -135,3 +153,220 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
         "per_task": per_task,
         "episode_results": [asdict(e) | {"end": e.end.value} for e in episodes],
     }
+
+
+BUFFER_SOURCES = ("sage", "critic")
+"""EnvStep sources whose actions came out of the action buffer."""
+
+
+def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
+    """Controller counters of the paper's Appendix E, from the events of finished episodes.
+
+    - ``swift_step_share`` / ``buffer_step_share``: fraction of env steps whose action Swift chose directly
+      vs. that came from the buffer (Sage or Critic plans), pooled over episodes;
+    - ``system2_calls_per_episode``: Sage rounds (``sage_call`` events) plus Critic model calls per episode;
+    - ``llm_tokens_per_action``: prompt + completion tokens of every model call / env steps;
+    - ``llm_seconds_per_episode``: summed model-call latency per episode.
+    Episodes without ``episode_end`` are skipped, as in the score metrics.
+    """
+    n_eps = steps = swift_steps = buffer_steps = system2 = tokens = 0
+    llm_s = 0.0
+    for events in episodes:
+        evs = list(events)
+        if not any(isinstance(e, EpisodeEnd) for e in evs):
+            continue
+        n_eps += 1
+        for e in evs:
+            if isinstance(e, EnvStep):
+                steps += 1
+                swift_steps += e.source == "swift"
+                buffer_steps += e.source in BUFFER_SOURCES
+            elif isinstance(e, SageCall):
+                system2 += 1
+            elif isinstance(e, ModelCall):
+                tokens += e.prompt_tokens + e.completion_tokens
+                llm_s += e.latency_s
+                system2 += e.role == "critic"
+    return {
+        "episodes": n_eps,
+        "env_steps": steps,
+        "swift_step_share": round(swift_steps / steps, 4) if steps else None,
+        "buffer_step_share": round(buffer_steps / steps, 4) if steps else None,
+        "system2_calls_per_episode": round(system2 / n_eps, 4) if n_eps else None,
+        "llm_tokens_per_action": round(tokens / steps, 2) if steps else None,
+        "llm_seconds_per_episode": round(llm_s / n_eps, 3) if n_eps else None,
+    }
+
+
+def controller_usage_dir(events_dir: Path) -> dict[str, Any]:
+    """``controller_usage`` over every episode log in a run's events folder."""
+    return controller_usage(iter_events(p) for p in sorted(events_dir.glob("*.jsonl")))
+
+
+MEMORY_TAGS = ("success", "near-miss", "avoidance")
+MEMORY_TRIGGERS = ("T1", "T2", "T3", "T4")
+MEMORY_TARGETS = ("swift", "sage", "critic")
+
+
+def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
+    """AMM counters of one episode (paper Appendix D): writes by tag and subtag, T1-T4 triggers,
+    injections by target and fallbacks by reason (the reason's code, before any ``:`` detail).
+
+    A T1 trigger is one ladder run (its first-rung retrieval), not one retrieval per rung.
+    """
+    writes = dict.fromkeys(MEMORY_TAGS, 0)
+    subtags: dict[str, int] = defaultdict(int)
+    triggers = dict.fromkeys(MEMORY_TRIGGERS, 0)
+    retrievals = 0
+    injections = dict.fromkeys(MEMORY_TARGETS, 0)
+    injected_chars = 0
+    fallbacks: dict[str, int] = defaultdict(int)
+    for e in events:
+        if isinstance(e, MemoryWrite):
+            writes[e.tag] = writes.get(e.tag, 0) + 1
+            subtags[f"{e.tag}/{e.subtag}"] += 1
+        elif isinstance(e, MemoryRetrieval):
+            retrievals += 1
+            if e.trigger != "T1" or e.rung in ("", "success"):
+                triggers[e.trigger] += 1
+        elif isinstance(e, MemoryInjection):
+            injections[e.target] += 1
+            injected_chars += e.chars
+        elif isinstance(e, MemoryFallback):
+            fallbacks[e.reason.split(":")[0]] += 1
+    return {
+        "writes": sum(writes.values()),
+        "writes_by_tag": writes,
+        "writes_by_subtag": dict(sorted(subtags.items())),
+        "triggers": triggers,
+        "retrievals": retrievals,
+        "injections": injections,
+        "injected_chars": injected_chars,
+        "fallbacks": dict(sorted(fallbacks.items())),
+    }
+
+
+def memory_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
+    """Per-episode means of the AMM counters over finished episodes (paper Appendix D: writes/episode,
+    T1 and T4 triggers, Swift and Sage injections)."""
+    rows = []
+    for events in episodes:
+        evs = list(events)
+        if any(isinstance(e, EpisodeEnd) for e in evs):
+            rows.append(memory_episode(evs))
+    n = len(rows)
+
+    def mean(get: Any) -> float | None:
+        return round(fmean(get(r) for r in rows), 4) if n else None
+
+    return {
+        "episodes": n,
+        "writes_per_episode": mean(lambda r: r["writes"]),
+        "writes_by_tag_per_episode": {t: mean(lambda r, t=t: r["writes_by_tag"][t]) for t in MEMORY_TAGS},
+        "triggers_per_episode": {t: mean(lambda r, t=t: r["triggers"][t]) for t in MEMORY_TRIGGERS},
+        "injections_per_episode": {t: mean(lambda r, t=t: r["injections"][t]) for t in MEMORY_TARGETS},
+        "fallbacks_per_episode": mean(lambda r: sum(r["fallbacks"].values())),
+    }
+
+
+def memory_usage_dir(events_dir: Path) -> dict[str, Any]:
+    """``memory_usage`` over every episode log in a run's events folder."""
+    return memory_usage(iter_events(p) for p in sorted(events_dir.glob("*.jsonl")))
+
+
+def srm_episode(events: Iterable[Event]) -> dict[str, Any]:
+    """SRM counters of one episode (paper §3.2 and its mechanism logs): Gate-1 outcomes, drops by reason,
+    repairs by rule, checks by source; stagnation reports by main pattern; Critic calls, effective and
+    ineffective calls (from ``critic_effect``), actions the Critic handed to the buffer."""
+    outcomes = {o.value: 0 for o in GateOutcome}
+    drops: dict[str, int] = defaultdict(int)
+    repairs: dict[str, int] = defaultdict(int)
+    sources: dict[str, int] = defaultdict(int)
+    patterns: dict[str, int] = defaultdict(int)
+    calls = effective = ineffective = critic_actions = 0
+    for e in events:
+        if isinstance(e, GateDecision):
+            outcomes[e.outcome.value] += 1
+            sources[e.source] += 1
+            if e.outcome is GateOutcome.DROP:
+                drops[e.reason] += 1
+            elif e.outcome is GateOutcome.REPAIR:
+                repairs[e.rule] += 1
+        elif isinstance(e, StagnationReport):
+            patterns[e.pattern] += 1
+        elif isinstance(e, CriticCall):
+            calls += 1
+            critic_actions += len(e.actions)
+        elif isinstance(e, CriticEffect):
+            effective += e.effective
+            ineffective += not e.effective
+    return {
+        "gate_checks": sum(outcomes.values()),
+        "gate_outcomes": outcomes,
+        "gate_drops_by_reason": dict(sorted(drops.items())),
+        "gate_repairs_by_rule": dict(sorted(repairs.items())),
+        "gate_checks_by_source": dict(sorted(sources.items())),
+        "stagnation_reports": sum(patterns.values()),
+        "stagnation_by_pattern": dict(sorted(patterns.items())),
+        "critic_calls": calls,
+        "critic_effective_calls": effective,
+        "critic_ineffective_calls": ineffective,
+        "critic_actions": critic_actions,
+    }
+
+
+def srm_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
+    """SRM counters pooled over finished episodes, with the paper's per-episode means (Gate-1 drops per
+    episode, Critic calls and effective Critic calls per episode)."""
+    rows = []
+    for events in episodes:
+        evs = list(events)
+        if any(isinstance(e, EpisodeEnd) for e in evs):
+            rows.append(srm_episode(evs))
+    n = len(rows)
+
+    def pooled(key: str) -> dict[str, int]:
+        total: dict[str, int] = defaultdict(int)
+        for r in rows:
+            for k, v in r[key].items():
+                total[k] += v
+        return dict(sorted(total.items()))
+
+    def mean(get: Any) -> float | None:
+        return round(fmean(get(r) for r in rows), 4) if n else None
+
+    return {
+        "episodes": n,
+        "gate_outcomes": pooled("gate_outcomes"),
+        "gate_drops_by_reason": pooled("gate_drops_by_reason"),
+        "gate_repairs_by_rule": pooled("gate_repairs_by_rule"),
+        "stagnation_by_pattern": pooled("stagnation_by_pattern"),
+        "critic_calls": sum(r["critic_calls"] for r in rows),
+        "critic_effective_calls": sum(r["critic_effective_calls"] for r in rows),
+        "gate_drops_per_episode": mean(lambda r: r["gate_outcomes"]["drop"]),
+        "gate_repairs_per_episode": mean(lambda r: r["gate_outcomes"]["repair"]),
+        "stagnation_reports_per_episode": mean(lambda r: r["stagnation_reports"]),
+        "critic_calls_per_episode": mean(lambda r: r["critic_calls"]),
+        "critic_effective_calls_per_episode": mean(lambda r: r["critic_effective_calls"]),
+    }
+
+
+def srm_usage_dir(events_dir: Path) -> dict[str, Any]:
+    """``srm_usage`` over every episode log in a run's events folder."""
+    return srm_usage(iter_events(p) for p in sorted(events_dir.glob("*.jsonl")))
+
+
+def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> dict[str, Any]:
+    """The whole metrics.json of a run: scores (``compute_metrics``), ``usage`` (controller counters and
+    cost proxies, Appendix E) and ``mechanisms`` (AMM and SRM activity, Appendix D), all from the logs
+    of the given episodes. Each counter family streams the logs again, so memory stays flat."""
+    paths = [p for i in episode_ids if (p := events_dir / f"{i}.jsonl").exists()]
+    summaries = [s for s in (summarize_log(p) for p in paths) if s is not None]
+    metrics = compute_metrics(summaries)
+
+    def logs() -> Iterator[Iterator[Event]]:
+        return (iter_events(p) for p in paths)
+
+    metrics["usage"] = controller_usage(logs()) | {"wall_s_per_episode": metrics["wall_s_per_episode"]}
+    metrics["mechanisms"] = {"memory": memory_usage(logs()), "srm": srm_usage(logs())}
+    return metrics

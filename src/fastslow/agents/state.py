@@ -1,0 +1,69 @@
+"""The trajectory an agent has seen so far: what Swift's features, Sage's prompts and SRM read.
+
+One object per episode, updated after every env step, so every component sees the same history
+(SwiftSage's input: task; time and score; recent actions with reward and observation; look;
+inventory; visited rooms).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from fastslow.env.scienceworld import StepResult
+
+_ROOM = re.compile(r"This room is called the ([^.]+)\.")
+
+
+def room_of(look: str) -> str:
+    """The room named in a ``look around`` text ('' if none)."""
+    match = _ROOM.search(look)
+    return match.group(1).strip() if match else ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One executed step."""
+
+    step: int
+    action: str
+    source: str
+    observation: str
+    score: int
+    reward: int
+
+
+@dataclass
+class Trajectory:
+    task_id: int
+    task_name: str
+    variation: int
+    task_description: str
+    current: StepResult
+    turns: list[Turn] = field(default_factory=list)
+    visited_rooms: list[str] = field(default_factory=list)
+    """Rooms in order of first visit."""
+    room_looks: dict[str, str] = field(default_factory=dict)
+    """Latest ``look around`` text of every visited room (Sage's planning prompt uses them)."""
+
+    def __post_init__(self) -> None:
+        self._visit(self.current)
+
+    @property
+    def room(self) -> str:
+        return room_of(self.current.look)
+
+    def _visit(self, result: StepResult) -> None:
+        room = room_of(result.look)
+        if room:
+            if room not in self.room_looks:
+                self.visited_rooms.append(room)
+            self.room_looks[room] = result.look
+
+    def record(self, action: str, source: str, result: StepResult) -> None:
+        self.turns.append(Turn(result.steps, action, source, result.observation, result.score, result.reward))
+        self.current = result
+        self._visit(result)
+
+    def recent(self, n: int) -> list[Turn]:
+        return self.turns[-n:] if n > 0 else []

@@ -1,0 +1,94 @@
+"""The FIFO action buffer between the planners and the environment (paper §3, SwiftSage's action buffer).
+
+Sage (and, with SRM, the Critic) push short action lists; the controller executes one per timestep while
+the buffer holds any. A buffered action that is no longer valid in the current state is re-grounded or
+skipped, and a plan that keeps failing is thrown away so Swift and Sage get the next say.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fastslow.controller.grounding import Grounder
+
+
+@dataclass(frozen=True)
+class Buffered:
+    action: str
+    source: str
+    """Who planned it: sage or critic."""
+    expected: str = ""
+    """The observation the planner expected (shown in the log, not enforced)."""
+    reason: str = ""
+    """Why it was planned (becomes ``Decision.reason`` when it runs)."""
+
+
+@dataclass(frozen=True)
+class PopResult:
+    """What draining the buffer for one timestep produced."""
+
+    item: Buffered | None
+    """The action to execute (already made valid), or None if the buffer ran dry."""
+    skipped: tuple[Buffered, ...]
+    """Actions dropped on the way because no valid action matched them."""
+
+
+class ActionBuffer:
+    def __init__(self, size: int = 5) -> None:
+        self.size = size
+        self._items: deque[Buffered] = deque()
+        self.failures = 0
+        """Consecutive failure observations caused by buffered actions."""
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    @property
+    def items(self) -> tuple[Buffered, ...]:
+        return tuple(self._items)
+
+    def push(self, items: Sequence[Buffered]) -> tuple[Buffered, ...]:
+        """Append up to the free capacity; returns what did not fit (dropped)."""
+        room = max(self.size - len(self._items), 0)
+        self._items.extend(items[:room])
+        self.failures = 0
+        return tuple(items[room:])
+
+    def pop_valid(self, grounder: Grounder, cutoff: float) -> PopResult:
+        """The next buffered action that is (or grounds to) a valid action now, skipping the rest."""
+
+        def ground(item: Buffered) -> str | None:
+            hit = grounder.ground(item.action, cutoff)
+            return hit.action if hit else None
+
+        return self.pop_admitted(ground)
+
+    def pop_admitted(self, admit: Callable[[Buffered], str | None]) -> PopResult:
+        """The next buffered action ``admit`` turns into an executable one (grounding, then SRM Gate-1
+        when it is on); the items it refuses are popped and reported as skipped."""
+        skipped: list[Buffered] = []
+        while self._items:
+            item = self._items.popleft()
+            action = admit(item)
+            if action is not None:
+                return PopResult(Buffered(action, item.source, item.expected, item.reason), tuple(skipped))
+            skipped.append(item)
+        return PopResult(None, tuple(skipped))
+
+    def record_outcome(self, failed: bool, limit: int) -> tuple[Buffered, ...]:
+        """Count a buffered outcome; clears (and returns) the rest after ``limit`` failures in a row."""
+        self.failures = self.failures + 1 if failed else 0
+        if limit > 0 and self.failures >= limit and self._items:
+            return self.clear()
+        return ()
+
+    def clear(self) -> tuple[Buffered, ...]:
+        dropped = tuple(self._items)
+        self._items.clear()
+        self.failures = 0
+        return dropped

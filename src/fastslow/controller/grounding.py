@@ -1,0 +1,94 @@
+"""Grounding free-text actions to ScienceWorld's valid-action set (paper §3, SwiftSage's action grounding).
+
+Sage writes actions in its own words; only exact valid-action strings reach the environment. An action
+is first normalized (case, punctuation, quotes, a few ScienceWorld synonyms), then matched exactly, then
+by rapidfuzz similarity with a score cutoff, so a near miss ("pick up the thermometer") maps to the
+valid string and nonsense is dropped instead of wasting an env step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz, process, utils
+
+# Rewrites that make common paraphrases match ScienceWorld's wording (why: the valid set says
+# "look at", "teleport to", "into"; models often write "examine", "go to", "in").
+_SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^examine\b"), "look at"),
+    (re.compile(r"^inspect\b"), "look at"),
+    (re.compile(r"^take\b"), "pick up"),
+    (re.compile(r"^grab\b"), "pick up"),
+    (re.compile(r"^turn on\b"), "activate"),
+    (re.compile(r"^turn off\b"), "deactivate"),
+    (re.compile(r"^drop\b"), "put down"),
+    (re.compile(r"\bthe\b\s*"), ""),
+)
+_TRAILING = re.compile(r"[\s.;:!,]+$")
+_QUOTES = re.compile(r"[`\"“”‘’*]")
+
+
+def normalize(action: str) -> str:
+    """Lower-case, unquoted, single-spaced action text (no trailing punctuation)."""
+    text = _QUOTES.sub("", action).strip().lower()
+    text = _TRAILING.sub("", text)
+    text = re.sub(r"^'+|'+$", "", text)
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class Grounded:
+    action: str
+    """The valid action chosen."""
+    score: float
+    """rapidfuzz similarity 0-100 (100 for an exact or normalized match)."""
+    exact: bool
+    """True when the text matched a valid action exactly after normalization."""
+
+
+class Grounder:
+    """Maps text to the closest valid action; one instance per valid-action set (cheap to build)."""
+
+    def __init__(self, valid_actions: Sequence[str]) -> None:
+        self.valid = tuple(valid_actions)
+        self._by_norm: dict[str, str] = {}
+        for action in self.valid:
+            self._by_norm.setdefault(normalize(action), action)
+
+    def _variants(self, action: str) -> list[str]:
+        base = normalize(action)
+        out = [base]
+        rewritten = base
+        for pattern, repl in _SYNONYMS:
+            rewritten = pattern.sub(repl, rewritten)
+        out.append(" ".join(rewritten.split()))
+        if base.startswith("go to "):
+            out.append("teleport to " + base[len("go to ") :])
+        return out
+
+    def ground(self, action: str, cutoff: float) -> Grounded | None:
+        """The valid action ``action`` means, or None when nothing scores at least ``cutoff``."""
+        if not action.strip() or not self.valid:
+            return None
+        if action in self.valid:
+            return Grounded(action, 100.0, True)
+        variants = self._variants(action)
+        for variant in variants:
+            if variant in self._by_norm:
+                return Grounded(self._by_norm[variant], 100.0, True)
+        best: Grounded | None = None
+        for variant in variants:
+            # token_sort_ratio tolerates word order ("put down X" vs "X put down") but, unlike WRatio,
+            # does not give a short valid action a high score just for being contained in a long text.
+            match = process.extractOne(
+                variant,
+                self.valid,
+                scorer=fuzz.token_sort_ratio,
+                processor=utils.default_process,
+                score_cutoff=cutoff,
+            )
+            if match is not None and (best is None or match[1] > best.score):
+                best = Grounded(match[0], float(match[1]), False)
+        return best

@@ -1,0 +1,189 @@
+"""Parsing Sage's grounding reply into actions (paper §3, SwiftSage's stage-2 grounding).
+
+Models rarely follow a format exactly: the numbered list comes wrapped in prose or a code fence, numbered
+"1." / "1)" / "Step 1:" / "-", with or without an expected observation after "->", as plain text or as
+SwiftSage-style ``FUNC(args)`` calls, sometimes as a JSON list. The parser accepts all of these and returns
+an empty list (a parse failure, which the caller retries once) when nothing action-like is found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+# FUNC(args) names whose two arguments ScienceWorld joins with a preposition ("move A to B").
+_JOINERS = {
+    "move": "to",
+    "connect": "to",
+    "pour": "into",
+    "dunk": "into",
+    "use": "on",
+    "put": "in",
+}
+_FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
+_ITEM = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:\(?\d{1,2}[.):]\)?|\(?\d{1,2}\s*-|step\s*\d{1,2}\s*[:.)-]|action\s*\d{1,2}\s*[:.)-])\s*(.*)$",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^\s*[-*•]\s+(.*)$")
+_ACTION_LABEL = re.compile(r"^\s*(?:next\s+)?action\s*[:=]\s*(.*)$", re.IGNORECASE)
+_EXPECT_LABEL = re.compile(r"^\s*(?:[-*•]\s*)?expected(?:\s+observation)?\s*[:=]\s*(.*)$", re.IGNORECASE)
+_SEPARATORS = re.compile(
+    r"\s*(?:-->|->|=>|→|\|\s*expected(?:\s+observation)?\s*:|\(expected(?:\s+observation)?\s*:|"
+    r"\s--\s|;\s*expected(?:\s+observation)?\s*:|\|)\s*",
+    re.IGNORECASE,
+)
+_FUNC = re.compile(r"^([A-Za-z_][A-Za-z_ ]*?)\s*\((.*)\)\s*$")
+_WRAP = re.compile(r"^[`\"'*\[]+|[`\"'*\]]+$")
+# Lines that are commentary, not actions, even when numbered.
+_PROSE = re.compile(
+    r"^(?:here|these|this|the following|i will|i'll|let's|note|sure|okay|ok)\b", re.IGNORECASE
+)
+
+# First words of ScienceWorld actions (and common paraphrases): an unnumbered one-line reply counts as
+# an action only if it starts with one, so a sentence of prose is not executed.
+_VERBS = frozenset(
+    [
+        "look",
+        "teleport",
+        "go",
+        "open",
+        "close",
+        "activate",
+        "deactivate",
+        "pick",
+        "put",
+        "move",
+        "pour",
+        "dunk",
+        "mix",
+        "connect",
+        "disconnect",
+        "use",
+        "eat",
+        "flush",
+        "wait",
+        "wait1",
+        "wait2",
+        "focus",
+        "read",
+        "inventory",
+        "task",
+        "examine",
+        "take",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    action: str
+    """Action text as the model wrote it, converted from FUNC(args) form and unquoted."""
+    expected: str = ""
+    """The observation the model expects (empty if it gave none)."""
+
+
+def func_to_text(text: str) -> str:
+    """``MOVE(apple, table)`` -> ``move apple to table``; plain text is returned unchanged."""
+    match = _FUNC.match(text.strip())
+    if not match:
+        return text
+    name = match.group(1).strip().lower().replace("_", " ")
+    args = [a.strip().strip("'\"") for a in match.group(2).split(",") if a.strip()]
+    if not args:
+        return name
+    if len(args) >= 2:
+        joiner = _JOINERS.get(name.split()[0], "")
+        if name == "use":
+            joiner = "on"
+        middle = f" {joiner} " if joiner else " "
+        return f"{name} {args[0]}{middle}{' '.join(args[1:])}"
+    return f"{name} {args[0]}"
+
+
+def _clean(action: str) -> str:
+    previous = None
+    while previous != action:  # unwrap `"x".` and **x** in any nesting order
+        previous = action
+        action = _WRAP.sub("", action.strip().rstrip(" .;,")).strip()
+    action = func_to_text(action)
+    return " ".join(action.rstrip(" .;,").split())
+
+
+def _split_expected(body: str) -> tuple[str, str]:
+    parts = _SEPARATORS.split(body, maxsplit=1)
+    if len(parts) == 2:
+        return parts[0], parts[1].rstrip(")").strip()
+    return body, ""
+
+
+def _from_json(text: str) -> list[ParsedAction] | None:
+    start, end = text.find("["), text.rfind("]")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data = json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+    if not isinstance(data, list):
+        return None
+    out: list[ParsedAction] = []
+    for item in data:
+        if isinstance(item, str):
+            out.append(ParsedAction(_clean(item)))
+        elif isinstance(item, dict) and isinstance(item.get("action"), str):
+            expected = item.get("expected") or item.get("expected_observation") or ""
+            out.append(ParsedAction(_clean(item["action"]), str(expected)))
+    return [a for a in out if a.action] or None
+
+
+def _looks_like_action(text: str) -> bool:
+    """Short imperative text, not a sentence of commentary."""
+    words = text.split()
+    return 0 < len(words) <= 14 and not _PROSE.match(text) and not text.endswith(":")
+
+
+def parse_actions(text: str) -> list[ParsedAction]:
+    """Actions in a grounding reply, in order; [] when none can be found."""
+    if not text or not text.strip():
+        return []
+    fenced = _FENCE.findall(text)
+    body = "\n".join(fenced) if fenced else text
+    as_json = _from_json(body)
+    if as_json is not None:
+        return as_json
+    numbered: list[ParsedAction] = []
+    bulleted: list[ParsedAction] = []
+    labelled: list[ParsedAction] = []
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        expect = _EXPECT_LABEL.match(line)
+        if expect:
+            # "Expected observation: ..." on its own line belongs to the action just read.
+            for found in (numbered, labelled, bulleted):
+                if found and not found[-1].expected:
+                    found[-1] = ParsedAction(found[-1].action, expect.group(1).strip())
+                    break
+            continue
+        for pattern, found in ((_ITEM, numbered), (_ACTION_LABEL, labelled), (_BULLET, bulleted)):
+            match = pattern.match(line)
+            if match:
+                inner = _ACTION_LABEL.match(match.group(1))
+                action, expected = _split_expected(inner.group(1) if inner else match.group(1))
+                action = _clean(action)
+                if _looks_like_action(action):
+                    found.append(ParsedAction(action, expected.strip()))
+                break
+    for found in (numbered, labelled, bulleted):
+        if found:
+            return found
+    # Last resort: a one-line reply that is itself an action ("open door to kitchen").
+    lines = [ln for ln in body.splitlines() if ln.strip()]
+    if len(lines) == 1:
+        action, expected = _split_expected(lines[0])
+        action = _clean(action)
+        if _looks_like_action(action) and action.split()[0].lower() in _VERBS:
+            return [ParsedAction(action, expected.strip())]
+    return []

@@ -1,0 +1,284 @@
+"""``fastslow report DIR [DIR ...]``: the paper's tables and figures from finished runs (paper §5, App. B-E).
+
+Everything is read from each run's ``metrics.json`` and event logs: main results, per-task scores,
+Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/cost, as markdown and
+CSV; matplotlib figures; and one self-contained HTML file with a trajectory viewer (every step with
+its source, the mechanism events around it, and the score).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from fastslow.env.tasks import all_tasks
+from fastslow.errors import UsageError
+from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, iter_events
+
+GROUPS = ("short", "medium", "long")
+#: Episodes per run embedded in the HTML trajectory viewer (whole logs can be hundreds of MB).
+VIEWER_EPISODES = 60
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    path: Path
+    metrics: dict[str, Any]
+
+
+def load_run(path: Path) -> Run:
+    metrics_file = path / "metrics.json"
+    if not metrics_file.is_file():
+        raise UsageError(f"{path} is not a finished run (no metrics.json)")
+    metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
+    run_info = path / "run.json"
+    name = json.loads(run_info.read_text())["config_name"] if run_info.is_file() else path.name
+    return Run(name, path, metrics)
+
+
+def _fmt(value: Any, pct: bool = False) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{100 * value:.2f}%" if pct else f"{value:.2f}"
+    return str(value)
+
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def main_table(runs: list[Run]) -> Table:
+    head = ["config", "episodes", "mean score", "success", "Steps@Succ", "-100 failures", "errors"]
+    rows = [
+        [
+            r.name,
+            _fmt(r.metrics["episodes"]),
+            _fmt(r.metrics["mean_score"]),
+            _fmt(r.metrics["success_rate"], pct=True),
+            _fmt(r.metrics["steps_at_success"]),
+            _fmt(r.metrics["failures"]),
+            _fmt(r.metrics.get("errors")),
+        ]
+        for r in runs
+    ]
+    return head, rows
+
+
+def per_task_table(runs: list[Run]) -> Table:
+    head = ["task", "name", "group", *[f"{r.name} score" for r in runs]]
+    rows = []
+    for task in all_tasks():
+        key = str(task.task_id)
+        if not any(key in r.metrics["per_task"] for r in runs):
+            continue
+        scores = [_fmt(r.metrics["per_task"].get(key, {}).get("mean_score")) for r in runs]
+        rows.append([key, task.name, task.group, *scores])
+    return head, rows
+
+
+def group_table(runs: list[Run]) -> Table:
+    head = ["config", *[f"{g} score" for g in GROUPS], *[f"{g} success" for g in GROUPS]]
+    rows = []
+    for r in runs:
+        groups = r.metrics["per_group"]
+        rows.append(
+            [
+                r.name,
+                *[_fmt(groups.get(g, {}).get("mean_score")) for g in GROUPS],
+                *[_fmt(groups.get(g, {}).get("success_rate"), pct=True) for g in GROUPS],
+            ]
+        )
+    return head, rows
+
+
+def success_table(runs: list[Run]) -> Table:
+    head = ["config", "success (macro)", "success (episodes)", "Steps@Succ", "wall s/episode"]
+    rows = [
+        [
+            r.name,
+            _fmt(r.metrics["success_rate"], pct=True),
+            _fmt(r.metrics.get("success_rate_micro"), pct=True),
+            _fmt(r.metrics["steps_at_success"]),
+            _fmt(r.metrics.get("wall_s_per_episode")),
+        ]
+        for r in runs
+    ]
+    return head, rows
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, int | float) or value is None:
+        out[prefix] = value
+
+
+def section_table(runs: list[Run], section: str) -> Table:
+    """One row per numeric counter under ``metrics[section]`` (e.g. mechanisms, usage), one column per run."""
+    flat = []
+    for r in runs:
+        values: dict[str, Any] = {}
+        _flatten("", r.metrics.get(section, {}), values)
+        flat.append(values)
+    keys = sorted({k for values in flat for k in values})
+    head = ["counter", *[r.name for r in runs]]
+    return head, [[k, *[_fmt(values.get(k)) for values in flat]] for k in keys]
+
+
+def markdown(table: Table) -> str:
+    head, rows = table
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _figure_png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def figures(runs: list[Run]) -> dict[str, bytes]:
+    """Per-task scores by config and grouped bars, as PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: dict[str, bytes] = {}
+    width = 0.8 / max(len(runs), 1)
+    task_ids = sorted({int(t) for r in runs for t in r.metrics["per_task"]})
+    fig, ax = plt.subplots(figsize=(max(8, len(task_ids) * 0.45), 4))
+    for i, r in enumerate(runs):
+        ys = [r.metrics["per_task"].get(str(t), {}).get("mean_score") or 0 for t in task_ids]
+        ax.bar([x + i * width for x in range(len(task_ids))], ys, width, label=r.name)
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(task_ids))], [str(t) for t in task_ids])
+    ax.set_xlabel("task id")
+    ax.set_ylabel("mean final score")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=8)
+    out["per_task.png"] = _figure_png(fig)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for i, r in enumerate(runs):
+        ys = [r.metrics["per_group"].get(g, {}).get("mean_score") or 0 for g in GROUPS]
+        ax.bar([x + i * width for x in range(len(GROUPS))], ys, width, label=r.name)
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(GROUPS))], list(GROUPS))
+    ax.set_ylabel("mean final score")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=8)
+    out["groups.png"] = _figure_png(fig)
+    plt.close(fig)
+    return out
+
+
+def _short(value: Any, limit: int = 300) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + "…"
+    return value
+
+
+def trajectories(run: Run, limit: int = VIEWER_EPISODES) -> list[dict[str, Any]]:
+    """Compact per-episode step lists for the viewer: each env step with the events that led to it."""
+    episodes = []
+    for path in sorted((run.path / "events").glob("*.jsonl"))[:limit]:
+        header: EpisodeStart | None = None
+        steps: list[dict[str, Any]] = []
+        pending: list[dict[str, Any]] = []
+        end: EpisodeEnd | None = None
+        for event in iter_events(path):
+            if isinstance(event, EpisodeStart):
+                header = event
+            elif isinstance(event, EpisodeEnd):
+                end = event
+            elif isinstance(event, EnvStep):
+                steps.append(
+                    {
+                        "step": event.step,
+                        "action": event.action,
+                        "source": event.source,
+                        "reason": event.reason,
+                        "observation": _short(event.observation),
+                        "score": event.score,
+                        "reward": event.reward,
+                        "events": pending,
+                    }
+                )
+                pending = []
+            else:
+                fields = event.model_dump(mode="json", exclude={"t", "messages", "completion"})
+                kind = fields.pop("event")
+                shown = {k: v for k, v in fields.items() if v not in (None, "", [])}
+                summary = ", ".join(f"{k}={_short(v, 80)}" for k, v in shown.items())
+                pending.append({"kind": kind, "summary": summary})
+        if header is None or end is None:
+            continue
+        episodes.append(
+            {
+                "run": run.name,
+                "id": header.episode_id,
+                "task": f"{header.task_id} {header.task_name}",
+                "variation": header.variation,
+                "description": header.task_description,
+                "end": end.end.value,
+                "score": end.final_score,
+                "steps": steps,
+            }
+        )
+    return episodes
+
+
+def write_report(dirs: list[Path], out: Path) -> Path:
+    """Write report.md, *.csv, *.png and report.html into ``out``; return the HTML path."""
+    runs = [load_run(d) for d in dirs]
+    names = [r.name for r in runs]
+    # Two runs of one config (e.g. two seeds) are told apart by their directory names.
+    runs = [
+        Run(f"{r.name} ({r.path.name})", r.path, r.metrics) if names.count(r.name) > 1 else r for r in runs
+    ]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out} cannot be created: {exc.strerror}") from exc
+    tables = {
+        "main": ("Main results", main_table(runs)),
+        "per_task": ("Scores by task", per_task_table(runs)),
+        "groups": ("Short / Medium / Long", group_table(runs)),
+        "success": ("Success and Steps@Succ", success_table(runs)),
+        "mechanisms": ("Mechanism activity (per episode)", section_table(runs, "mechanisms")),
+        "usage": ("Usage and cost proxies", section_table(runs, "usage")),
+    }
+    md = ["# fastslow report", "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
+    for key, (title, table) in tables.items():
+        with open(out / f"{key}.csv", "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(table[0])
+            writer.writerows(table[1])
+        md += [f"## {title}", "", markdown(table), ""]
+    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    images = figures(runs)
+    for name, png in images.items():
+        (out / name).write_bytes(png)
+    loader = PackageLoader("fastslow.eval", "templates")
+    env = Environment(loader=loader, autoescape=select_autoescape(["j2"]))
+    page = env.get_template("report.html.j2").render(
+        runs=runs,
+        tables=[(title, table) for title, table in tables.values()],
+        images={name: base64.b64encode(png).decode() for name, png in images.items()},
+        trajectories_json=json.dumps([ep for r in runs for ep in trajectories(r)]).replace("</", "<\\/"),
+        escape=html.escape,
+    )
+    html_path = out / "report.html"
+    html_path.write_text(page, encoding="utf-8")
+    return html_path

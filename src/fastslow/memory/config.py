@@ -1,0 +1,107 @@
+"""AMM configuration (paper §3.1; defaults from the authors' settings, see PAPER_FACTS.md "AMM").
+
+Every mechanism sits behind its own flag so ablations (e.g. "T1 injection off", paper §5 sensitivity)
+are config diffs. AMM is informational: none of these settings can change which action executes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from fastslow.strict import StrictModel
+
+StoreKind = Literal["sqlite", "postgres"]
+MemoryMode = Literal["online", "frozen"]
+BudgetUnit = Literal["chars", "tokens"]
+
+
+class SalienceConfig(StrictModel):
+    """The write-side gate: which transitions become records (paper §3.1, write hook)."""
+
+    milestone_reward: int = Field(default=20, ge=1)
+    """A score gain of at least this is a success/milestone memory (authors' threshold 20)."""
+    small_reward: int = Field(default=5, ge=1)
+    """A score gain of at least this (and below the milestone) is near-miss progress; smaller gains are
+    not stored (authors' small-reward threshold 5)."""
+    shaping_actions: list[str] = ["wait", "wait1", "wait2"]
+    """Actions never stored whatever happened: waiting lets time pass, it is not a reusable step."""
+    store_invalid: bool = True
+    """Store explicit invalid-action feedback ("No known action matches that input.") as avoidance."""
+    store_failure: bool = True
+    """Store a task-ending failure (score -100) as avoidance."""
+    dedup_per_episode: bool = True
+    """Store a given (tag, subtag, action) at most once per episode, so a loop of the same invalid
+    action writes one avoidance record, not fifty."""
+    observation_chars: int = Field(default=300, ge=20)
+    """Observations are cut to this length in a record: records are compact, not transcripts."""
+    recent_turns: int = Field(default=3, ge=0)
+    """How many preceding (action -> observation) turns a record keeps as recent context."""
+
+
+class RetrievalConfig(StrictModel):
+    """Read side: trigger-driven retrieval (paper §3.1, T1-T4)."""
+
+    t1: bool = True
+    """T1: on Swift failure, retry Swift with memories (success-only, then success+near-miss)."""
+    t2: bool = True
+    """T2: on stagnation, retrieve and cache (no model input changes in the AMM-only configuration)."""
+    t3: bool = True
+    """T3: on a repeated invalid action, retrieve and cache (no model input changes in AMM-only)."""
+    t4: bool = True
+    """T4: when Sage plans, add success and near-miss memories to its planning prompt."""
+    t1_k: int = Field(default=3, ge=1)
+    """Memories per T1 rung given to Swift (authors: 3)."""
+    t4_k: int = Field(default=5, ge=1)
+    """Memories given to Sage at T4 (authors: 5)."""
+    cache_k: int = Field(default=5, ge=1)
+    """Memories cached at T2/T3."""
+    same_task_first: bool = True
+    """Search the current task's memories first and fill up from other tasks only if too few."""
+    stagnation_window: int = Field(default=5, ge=2)
+    """T2 fires when the last this-many steps gained no score and showed at most 2 distinct
+    observations (the AMM-side check; SRM has its own detector)."""
+    query_terms: int = Field(default=16, ge=1)
+    """At most this many distinct content words go into a full-text query (bounds search latency)."""
+    max_postings: int = Field(default=400, ge=1)
+    """A task-filtered search uses only its rarest words whose postings add up to at most this many
+    records, so its cost stays flat as the store grows (see ``stores.base.prune_by_frequency``)."""
+
+
+class InjectionConfig(StrictModel):
+    """Bounded, delimited prompt augmentation (paper §3.1, prompt augmentation)."""
+
+    unit: BudgetUnit = "chars"
+    """Unit of the budgets below; tokens are counted as words and punctuation marks (approximate)."""
+    swift_budget: int = Field(default=900, ge=1)
+    """Largest memory block given to Swift."""
+    sage_budget: int = Field(default=2000, ge=1)
+    """Largest memory block given to Sage."""
+    critic_budget: int = Field(default=1500, ge=1)
+    """Largest memory block given to the Critic (full system only)."""
+    observation_chars: int = Field(default=160, ge=20)
+    """Observations are cut to this length in the block before any further compression."""
+
+
+class AmmConfig(StrictModel):
+    """The Adaptive Memory Module (paper §3.1). Off unless ``enabled``."""
+
+    enabled: bool = False
+    """Master switch; off reproduces the baseline exactly."""
+    store: StoreKind = "sqlite"
+    """Memory backend: sqlite (one local file) or postgres (a PostgreSQL server, ``dsn``)."""
+    path: str = "runs/memory.sqlite"
+    """SQLite file of the store (shared by every worker process of a run)."""
+    dsn: str = ""
+    """PostgreSQL connection string; empty means the FASTSLOW_PG_DSN environment variable."""
+    table: str = "amm_memories"
+    """PostgreSQL table holding the records (created if missing)."""
+    mode: MemoryMode = "online"
+    """online: keep writing during evaluation; frozen: read-only after the warm-up episodes."""
+    write: SalienceConfig = SalienceConfig()
+    """Salience gate of the write hook."""
+    retrieval: RetrievalConfig = RetrievalConfig()
+    """Triggers and retrieval sizes."""
+    injection: InjectionConfig = InjectionConfig()
+    """Prompt-block budgets."""

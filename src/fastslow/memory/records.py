@@ -1,0 +1,94 @@
+"""AMM episodic records (paper §3.1): compact typed records, not transcripts.
+
+A record keeps what makes a transition reusable elsewhere — task and task family, the local state
+(room, inventory summary), a few preceding turns, the action, its observation and the score change —
+plus a type tag (success / near-miss / avoidance) so retrieval can filter by operational meaning.
+``MemoryRecord`` satisfies ``fastslow.swift.base.MemoryHint`` (action, observation, tag).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Tag = Literal["success", "near-miss", "avoidance"]
+TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that occur in nearly every ScienceWorld text; matching on them only costs search time.
+_STOPWORD_TEXT = """a an and are as at be by for from has have here in into is it its of on or that the their
+then there these this to was were which with you your called room see also contains containing nothing"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-case alphanumeric words without stopwords, in order, duplicates kept."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
+
+
+def inventory_summary(inventory: str, limit: int = 120) -> str:
+    """ScienceWorld's inventory text reduced to its item list ('In your inventory, you see:' dropped)."""
+    lines = [ln.strip() for ln in inventory.splitlines() if ln.strip()]
+    items = [ln for ln in lines if not ln.lower().startswith("in your inventory")]
+    text = ", ".join(items) if items else "empty"
+    return text[:limit]
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One salient transition."""
+
+    task_id: int
+    task_name: str
+    task_family: str
+    """ScienceWorld topic of the task (the first part of its SwiftSage id, e.g. ``1`` for matter)."""
+    episode_id: str
+    step: int
+    room: str
+    inventory: str
+    """Inventory summary (item list only)."""
+    recent: tuple[str, ...]
+    """Preceding turns as ``action -> observation`` lines, oldest first."""
+    action: str
+    observation: str
+    score_before: int
+    score_after: int
+    tag: Tag
+    subtag: str
+    """Why the gate stored it: terminal, milestone, focus, progress, invalid-action, task-failure."""
+    id: str = field(default_factory=new_id)
+    created: float = field(default_factory=time.time)
+
+    @property
+    def reward(self) -> int:
+        return self.score_after - self.score_before
+
+    def search_text(self) -> str:
+        """What full-text search indexes: the situation and the step, not the bookkeeping fields."""
+        return " ".join(
+            (self.task_name.replace("-", " "), self.room, self.inventory, self.action, self.observation)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["recent"] = list(self.recent)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryRecord:
+        return cls(**{**data, "recent": tuple(data.get("recent", ()))})
+
+    @classmethod
+    def from_json(cls, text: str) -> MemoryRecord:
+        return cls.from_dict(json.loads(text))

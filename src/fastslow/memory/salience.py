@@ -1,0 +1,146 @@
+"""AMM write hook and salience gate (paper §3.1, "post-step write hook").
+
+After every env step the controller hands the writer the trajectory, the state before the step, the
+action and the state after it. The gate keeps only informative transitions:
+
+- success: terminal success (score 100), a milestone gain (>= ``milestone_reward``), a rewarded focus;
+- near-miss: partial progress (``small_reward`` <= gain < milestone) - the bulk of the paper's writes;
+- avoidance: explicit invalid-action feedback, a task-ending failure (-100), a score loss.
+
+Shaping actions (wait, wait1, wait2) are never stored. A store error is logged as a ``MemoryFallback``
+and swallowed: memory is informational and must never end an episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastslow.agents.state import Trajectory, room_of
+from fastslow.env.scienceworld import StepResult
+from fastslow.env.tasks import get_task
+from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite
+from fastslow.memory.config import SalienceConfig
+from fastslow.memory.records import MemoryRecord, Tag, inventory_summary
+from fastslow.memory.stores.base import MemoryStore, MemoryStoreError
+
+INVALID_ACTION = "No known action matches that input."
+SUCCESS_SCORE = 100
+FAILURE_SCORE = -100
+
+
+@dataclass(frozen=True)
+class Salience:
+    tag: Tag
+    subtag: str
+
+
+def is_invalid_feedback(observation: str) -> bool:
+    return observation.strip().startswith(INVALID_ACTION)
+
+
+def classify(action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig) -> Salience | None:
+    """The salience gate: the record type of an informative transition, None for an uninformative one."""
+    act = action.strip().lower()
+    if act in {a.lower() for a in cfg.shaping_actions}:
+        return None
+    gain = result.score - prev.score
+    # Only the step that reaches the end state is terminal; steps played after it (the env keeps
+    # reporting the end state) are not evidence of anything.
+    if result.score >= SUCCESS_SCORE > prev.score:
+        return Salience("success", "terminal")
+    failed = result.end is EndState.FAILURE or result.score <= FAILURE_SCORE
+    if failed and prev.end is not EndState.FAILURE and prev.score > FAILURE_SCORE:
+        return Salience("avoidance", "task-failure") if cfg.store_failure else None
+    if gain >= cfg.milestone_reward:
+        return Salience("success", "focus" if act.startswith("focus on") else "milestone")
+    if gain > 0 and act.startswith("focus on"):
+        # Focusing on the right object is a subgoal of its own in ScienceWorld, however small its reward.
+        return Salience("success", "focus")
+    if gain >= cfg.small_reward:
+        return Salience("near-miss", "progress")
+    if gain < 0:
+        return Salience("avoidance", "score-loss")
+    if cfg.store_invalid and is_invalid_feedback(result.observation):
+        return Salience("avoidance", "invalid-action")
+    return None
+
+
+def build_record(
+    traj: Trajectory,
+    action: str,
+    prev: StepResult,
+    result: StepResult,
+    salience: Salience,
+    episode_id: str,
+    cfg: SalienceConfig,
+) -> MemoryRecord:
+    """A compact record of the transition; recent context excludes the step being recorded."""
+    # Invalid no-op steps changed nothing: they are not part of the path that led here.
+    earlier = [t for t in traj.turns if t.step < result.steps and not is_invalid_feedback(t.observation)]
+    recent = tuple(
+        f"{t.action} -> {t.observation.strip()[:80]}"
+        for t in earlier[-cfg.recent_turns :]
+        if cfg.recent_turns
+    )
+    task = get_task(traj.task_id)
+    return MemoryRecord(
+        task_id=traj.task_id,
+        task_name=traj.task_name,
+        task_family=task.swiftsage_id.split("-")[0],
+        episode_id=episode_id,
+        step=result.steps,
+        room=room_of(prev.look) or traj.room,
+        inventory=inventory_summary(prev.inventory),
+        recent=recent,
+        action=action.strip(),
+        observation=result.observation.strip()[: cfg.observation_chars],
+        score_before=prev.score,
+        score_after=result.score,
+        tag=salience.tag,
+        subtag=salience.subtag,
+    )
+
+
+class MemoryWriter:
+    """The write hook of one episode. ``writable=False`` is the frozen mode after warm-up."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        cfg: SalienceConfig,
+        sink: EventSink,
+        episode_id: str,
+        writable: bool = True,
+    ) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.sink = sink
+        self.episode_id = episode_id
+        self.writable = writable
+        self._seen: set[tuple[str, str, str]] = set()
+
+    def after_step(
+        self, traj: Trajectory, action: str, prev: StepResult, result: StepResult
+    ) -> MemoryRecord | None:
+        """Store the transition if it is salient; returns the stored record (None if nothing was stored)."""
+        if not self.writable:
+            return None
+        salience = classify(action, prev, result, self.cfg)
+        if salience is None:
+            return None
+        key = (salience.tag, salience.subtag, action.strip().lower())
+        if self.cfg.dedup_per_episode and key in self._seen:
+            return None
+        record = build_record(traj, action, prev, result, salience, self.episode_id, self.cfg)
+        try:
+            self.store.add(record)
+        except MemoryStoreError as exc:
+            self.sink.emit(
+                MemoryFallback(step=result.steps, trigger="write", target="store", reason=str(exc))
+            )
+            return None
+        self._seen.add(key)
+        self.sink.emit(
+            MemoryWrite(step=result.steps, record_id=record.id, tag=record.tag, subtag=record.subtag)
+        )
+        return record

@@ -1,0 +1,103 @@
+"""The AMM store seam (paper §3.1): one small protocol, two backends (sqlite, postgres).
+
+The paper keeps records in an external memory agent's archival memory; here any store that can add a
+record and rank records for a free-text query, filtered by type tag and task, will do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol
+
+from fastslow.errors import FastslowError
+from fastslow.memory.records import MemoryRecord, content_words
+
+
+class MemoryStoreError(FastslowError):
+    """The store could not be opened, written or searched; AMM falls back to the baseline input."""
+
+
+class MemoryStore(Protocol):
+    def add(self, record: MemoryRecord) -> None: ...
+
+    def search(
+        self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
+    ) -> list[MemoryRecord]:
+        """Best ``k`` records for a free-text query (full-text rank), optionally only these tags / task.
+        A query without content words returns the newest matching records."""
+        ...
+
+    def count(self) -> int: ...
+
+    def iter_all(self) -> Iterator[MemoryRecord]: ...
+
+
+class BulkStore(MemoryStore, Protocol):
+    """Stores that can also load many records in one transaction (benchmarks, imports) and close."""
+
+    def add_many(self, records: Iterable[MemoryRecord]) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def query_terms(query: str, limit: int) -> list[str]:
+    """Distinct content words of a query, first occurrence order, at most ``limit``."""
+    seen: dict[str, None] = {}
+    for word in content_words(query):
+        seen.setdefault(word, None)
+        if len(seen) >= limit:
+            break
+    return list(seen)
+
+
+_TOKEN = re.compile(r"[^a-z0-9]")
+
+
+def meta_token(prefix: str, value: str) -> str:
+    """A single full-text token standing for a field value (``tkboil``, ``tgnearmiss``)."""
+    return prefix + _TOKEN.sub("", value.lower())
+
+
+_TAG_CODE = {"success": "s", "near-miss": "n", "avoidance": "a"}
+ALL_TAGS = tuple(_TAG_CODE)
+
+
+def scoped_token(task: str, tag: str, word: str) -> str:
+    """A word seen in one (task, tag) slice, e.g. ``zboilszwater``.
+
+    Indexing every word a second time under its slice lets a task- and tag-filtered search read only
+    that slice's posting lists - a thirtieth of the store or less - instead of ranking every record
+    that shares a common word and filtering afterwards. This keeps search time flat as the store grows.
+    """
+    return f"z{_TOKEN.sub('', task.lower())}{_TAG_CODE.get(tag, 'o')}z{word}"
+
+
+def scoped_text(record: MemoryRecord) -> str:
+    return " ".join(
+        dict.fromkeys(
+            scoped_token(record.task_name, record.tag, w) for w in content_words(record.search_text())
+        )
+    )
+
+
+def prune_by_frequency(doc_freq: dict[str, int], max_postings: int) -> list[str]:
+    """The rarest query tokens whose postings add up to at most ``max_postings`` (at least one token).
+
+    BM25 weighs a token by its rarity, so the common tokens dropped here add little to the ranking,
+    while each of them would pull most of a slice into the set of records to score. Capping the
+    postings bounds the work per search whatever the store size (tokens absent from the store are
+    dropped: they match nothing).
+    """
+    chosen: list[str] = []
+    total = 0
+    for token, n in sorted(((t, n) for t, n in doc_freq.items() if n > 0), key=lambda tn: (tn[1], tn[0])):
+        if chosen and total + n > max_postings:
+            break
+        chosen.append(token)
+        total += n
+    return chosen
+
+
+def scoped_query(terms: Sequence[str], task: str, tags: Sequence[str] | None) -> list[str]:
+    return [scoped_token(task, tag, w) for tag in (tags or ALL_TAGS) for w in terms]

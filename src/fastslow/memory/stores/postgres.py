@@ -1,0 +1,202 @@
+"""PostgreSQL AMM store (paper §3.1): full-text search (tsvector + GIN) on a real server via psycopg 3.
+
+For runs whose workers sit on several machines, or that want the store outside the run directory.
+Ranking is ``ts_rank``; a task-filtered search reads only the (task, tag) slice tokens (see
+``scoped_token``), a cross-task search an English ``tsvector`` of the same searchable text the SQLite
+store indexes. Needs the ``postgres`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from fastslow.memory.records import MemoryRecord
+from fastslow.memory.stores.base import (
+    MemoryStoreError,
+    prune_by_frequency,
+    query_terms,
+    scoped_query,
+    scoped_text,
+)
+
+_TABLE = re.compile(r"^[a-z_][a-z0-9_]{0,56}$")  # room for the "_terms" suffix in 63 chars
+
+
+# Without fastupdate, new entries go straight into the GIN tree instead of a pending list that every
+# search would scan linearly until the next vacuum: slower writes (a few per step), faster searches.
+_GIN = "WITH (fastupdate = off)"
+
+
+def _schema(table: str) -> list[str]:
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {table} (
+            id TEXT PRIMARY KEY,
+            task TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            created DOUBLE PRECISION NOT NULL,
+            body TEXT NOT NULL,
+            scoped TEXT NOT NULL,
+            data JSONB NOT NULL,
+            tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', body)) STORED,
+            tsv_scoped TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', scoped)) STORED
+        )""",
+        f"CREATE INDEX IF NOT EXISTS {table}_tsv ON {table} USING GIN (tsv) {_GIN}",
+        f"CREATE INDEX IF NOT EXISTS {table}_tsv_scoped ON {table} USING GIN (tsv_scoped) {_GIN}",
+        f"CREATE INDEX IF NOT EXISTS {table}_task_tag ON {table} (task, tag, created)",
+        f"CREATE TABLE IF NOT EXISTS {table}_terms (token TEXT PRIMARY KEY, n INTEGER NOT NULL)",
+    ]
+
+
+class PostgresStore:
+    """AMM records in one PostgreSQL table."""
+
+    def __init__(
+        self, dsn: str, table: str = "amm_memories", max_terms: int = 16, max_postings: int = 400
+    ) -> None:
+        if not _TABLE.match(table):
+            raise MemoryStoreError(
+                f"postgres store: table name must be a lower-case identifier, got {table!r}"
+            )
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise MemoryStoreError("postgres store needs psycopg: pip install 'fastslow[postgres]'") from exc
+        self._errors: tuple[type[Exception], ...] = (psycopg.Error,)
+        self.table = table
+        self.max_terms = max_terms
+        self.max_postings = max_postings
+        try:
+            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            with self._db.transaction():
+                # Several workers may create the table at once; the advisory lock serialises DDL.
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
+                for statement in _schema(table):
+                    self._db.execute(statement)
+        except psycopg.Error as exc:
+            raise MemoryStoreError(f"postgres store: {exc}") from exc
+
+    @staticmethod
+    def _row(record: MemoryRecord) -> tuple[Any, ...]:
+        return (
+            record.id,
+            record.task_name,
+            record.tag,
+            record.created,
+            record.search_text(),
+            scoped_text(record),
+            record.to_json(),
+        )
+
+    def add(self, record: MemoryRecord) -> None:
+        self.add_many([record])
+
+    def add_many(self, records: Iterable[MemoryRecord]) -> int:
+        rows = [self._row(r) for r in records]
+        freq = Counter(token for row in rows for token in row[5].split())
+        try:
+            with self._db.transaction(), self._db.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {self.table} (id, task, tag, created, body, scoped, data) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    rows,
+                )
+                # Document frequency of each slice token (prune_by_frequency). Sorted, so concurrent
+                # writers lock the counter rows in the same order and cannot deadlock.
+                cur.executemany(
+                    f"INSERT INTO {self.table}_terms (token, n) VALUES (%s, %s) "
+                    f"ON CONFLICT (token) DO UPDATE SET n = {self.table}_terms.n + EXCLUDED.n",
+                    sorted(freq.items()),
+                )
+                if len(rows) >= 1000:
+                    # A bulk load changes the table's statistics at once; without fresh ones the planner
+                    # may not use the GIN index until autovacuum gets round to it.
+                    cur.execute(f"ANALYZE {self.table}")
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: write failed: {exc}") from exc
+        return len(rows)
+
+    def search(
+        self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
+    ) -> list[MemoryRecord]:
+        if k <= 0:
+            return []
+        terms = query_terms(query, self.max_terms)
+        if terms and task:
+            # Only the (task, tag) slices' rarest tokens are read: see scoped_token, prune_by_frequency.
+            tokens = scoped_query(terms, task, tags)
+            try:
+                freq = self._db.execute(
+                    f"SELECT token, n FROM {self.table}_terms WHERE token = ANY(%s)", [tokens]
+                ).fetchall()
+            except self._errors as exc:
+                raise MemoryStoreError(f"postgres store: search failed: {exc}") from exc
+            tokens = prune_by_frequency(dict(freq), self.max_postings)
+            if not tokens:
+                return []
+            sql = (
+                f"SELECT data FROM {self.table}, to_tsquery('simple', %s) AS q "
+                "WHERE tsv_scoped @@ q ORDER BY ts_rank(tsv_scoped, q) DESC, created DESC LIMIT %s"
+            )
+            return self._fetch(sql, [" | ".join(tokens), k])
+        where: list[str] = []
+        params: list[Any] = []
+        if terms:
+            where.append("tsv @@ q")
+        if task:
+            where.append("task = %s")
+            params.append(task)
+        if tags:
+            where.append("tag = ANY(%s)")
+            params.append(list(tags))
+        cond = " AND ".join(where) or "TRUE"
+        if terms:
+            sql = (
+                f"SELECT data FROM {self.table}, to_tsquery('english', %s) AS q "
+                f"WHERE {cond} ORDER BY ts_rank(tsv, q) DESC, created DESC LIMIT %s"
+            )
+            params = [" | ".join(terms), *params, k]
+        else:
+            sql = f"SELECT data FROM {self.table} WHERE {cond} ORDER BY created DESC LIMIT %s"
+            params.append(k)
+        return self._fetch(sql, params)
+
+    def _fetch(self, sql: str, params: list[Any]) -> list[MemoryRecord]:
+        try:
+            rows = self._db.execute(sql, params).fetchall()
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: search failed: {exc}") from exc
+        return [_record(row[0]) for row in rows]
+
+    def count(self) -> int:
+        try:
+            row = self._db.execute(f"SELECT count(*) FROM {self.table}").fetchone()
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: {exc}") from exc
+        return int(row[0]) if row else 0
+
+    def iter_all(self) -> Iterator[MemoryRecord]:
+        try:
+            with self._db.cursor() as cur:
+                for row in cur.execute(f"SELECT data FROM {self.table} ORDER BY created, id"):
+                    yield _record(row[0])
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: {exc}") from exc
+
+    def drop(self) -> None:
+        """Delete the table (tests and benchmarks clean up after themselves)."""
+        try:
+            self._db.execute(f"DROP TABLE IF EXISTS {self.table}, {self.table}_terms")
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: {exc}") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _record(data: Any) -> MemoryRecord:
+    # psycopg decodes JSONB into Python objects; a plain text column would give a string.
+    return MemoryRecord.from_dict(data if isinstance(data, dict) else json.loads(data))

@@ -1,0 +1,88 @@
+"""SRM configuration, paper §3.2: the ``srm:`` section (Gate-1, stagnation detector, Critic switch).
+
+Defaults are the authors' (PAPER_FACTS.md, SRM section). The Critic's own knobs (kind, model, budget,
+cooldown, back-off) live in the top-level ``critic:`` section so there is one place to set them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from fastslow.strict import StrictModel
+
+RepairRule = Literal["normalize", "alias", "teleport", "qualifier", "fuzzy"]
+ALL_REPAIRS: list[RepairRule] = ["normalize", "alias", "teleport", "qualifier", "fuzzy"]
+
+
+class GateConfig(StrictModel):
+    """SRM Gate-1: normalize, check admissibility, repair or drop every action before env.step."""
+
+    enabled: bool = True
+    """Run Gate-1 on every action (whatever its source) when SRM is on."""
+    repairs: list[RepairRule] = list(ALL_REPAIRS)
+    """Repair rules tried in this order when an action is not in the valid set as written:
+    normalize (case, spaces, articles, punctuation), alias (known verb/command/object paraphrases),
+    teleport ("go to X" -> "teleport to X" under the easy simplification), qualifier (add or drop a
+    unique container/location qualifier), fuzzy (a unique close match, same verb)."""
+    fuzzy_threshold: float = Field(default=90.0, ge=0, le=100)
+    """fuzzy: minimum rapidfuzz ratio (0-100) between the normalized action and a valid action."""
+    fuzzy_margin: float = Field(default=3.0, ge=0)
+    """fuzzy: the best match must beat the second best by this much, or the repair is ambiguous."""
+    fuzzy_focus: bool = False
+    """fuzzy: also repair ``focus on`` actions. Off: a wrong focus fails the task (-100)."""
+    focus_rules: bool = True
+    """Apply the task-specific focus rules (focus budget per task, no repeated focus, focus target named
+    in the task description where the task names it)."""
+    focus_limit: int | None = None
+    """Focus actions allowed per episode; None = the per-task number of focus actions in gold paths."""
+    refuse_avoided: bool = False
+    """Also drop the actions on the avoid list of the latest stagnation report, for ``stagnation.window``
+    steps after it. Off by default: the paper's Gate-1 checks validity and constraints; the avoid list
+    is advice for the Critic (and a loop like waiting for water to boil can look stuck)."""
+
+
+class StagnationConfig(StrictModel):
+    """SRM stagnation detector: deterministic diagnostics over the recent trajectory after each step."""
+
+    enabled: bool = True
+    """Run the detector after each env step when SRM is on."""
+    window: int = Field(default=5, ge=2)
+    """Recent steps the detector looks at."""
+    min_step: int = Field(default=5, ge=0)
+    """No report before this many env steps."""
+    repeated_observation: int = Field(default=3, ge=2)
+    """Same observation this many times in a row."""
+    repeated_action: int = Field(default=2, ge=2)
+    """Same action this many times in a row, the repeats without effect."""
+    verb_loop: int = Field(default=3, ge=2)
+    """Same verb this many times in a row, none of them with effect."""
+    invalid_loop: int = Field(default=3, ge=2)
+    """Failure observations (no known action, ambiguous, can't, ...) within the window."""
+    navigation_steps: int = Field(default=4, ge=1)
+    """Navigation actions within the window that make a navigation loop..."""
+    navigation_max_states: int = Field(default=2, ge=1)
+    """...when they visit at most this many distinct (room, inventory) states."""
+    repeat_after: int = Field(default=5, ge=1)
+    """Steps before the same pattern is reported again while the agent stays stuck."""
+
+
+class SrmCriticSwitch(StrictModel):
+    """Whether SRM may call the Critic; the Critic's settings are the top-level ``critic:`` section."""
+
+    enabled: bool = True
+    """Call the Critic on stagnation (within its budget, cooldown and back-off)."""
+
+
+class SrmConfig(StrictModel):
+    """SRM, the Self-Reflection Module (paper §3.2): Gate-1, stagnation detection, bounded Critic."""
+
+    enabled: bool = False
+    """Master switch; off = the plain SwiftSage loop (the baseline and +AMM configurations)."""
+    gate: GateConfig = GateConfig()
+    """Gate-1 settings."""
+    stagnation: StagnationConfig = StagnationConfig()
+    """Stagnation detector settings."""
+    critic: SrmCriticSwitch = SrmCriticSwitch()
+    """Critic switch (its settings: top-level ``critic:``)."""

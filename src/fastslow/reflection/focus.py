@@ -1,0 +1,111 @@
+"""SRM Gate-1 focus rules, paper §3.2 (runtime constraints) and SwiftSage's focus handling.
+
+``focus on X`` is the one irreversible action in ScienceWorld: focusing on the wrong object fails the
+task (score -100). Three rules guard it:
+
+- a per-task budget of focus actions: the number of ``focus on`` actions in ScienceWorld's gold paths
+  (max over the first 3 train and 3 test variations of tasks 0-23, 2 train and 1 test of tasks 24-29;
+  identify-life-stages-1 reads its number of stages from the task description instead);
+- never focus twice on the same object;
+- where the task description names what to focus on ("focus on the salt water", "focus on the
+  thermometer", "focus on the blue box"), the target's head noun phrase must share a word with those
+  phrases or with the task's first sentence (checked against the 106 gold focus actions of 70 episodes,
+  1 variation of each of tasks 0-9 and 3 of each of tasks 10-29: none blocked). Tasks whose target is
+  found by exploring ("find a(n) animal ... focus on the thing", the lifespan tasks) are exempt. Rooms,
+  the agent and the inventory are refused by Gate-1 itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastslow.agents.state import Trajectory
+from fastslow.reflection.normalize import normalize
+
+# Focus actions in gold paths (max over the sampled variations). Tasks not listed focus once.
+FOCUS_LIMITS: dict[str, int] = {
+    "chemistry-mix-paint-tertiary-color": 2,
+    "identify-life-stages-1": 5,
+    "identify-life-stages-2": 4,
+    "lifespan-longest-lived-then-shortest-lived": 2,
+    "measure-melting-point-known-substance": 3,
+    "measure-melting-point-unknown-substance": 3,
+    "use-thermometer": 2,
+}
+
+# The focus target is discovered, not named, in these tasks' descriptions.
+OPEN_FOCUS_TASKS = frozenset(
+    {
+        "find-animal",
+        "find-living-thing",
+        "find-non-living-thing",
+        "find-plant",
+        "lifespan-longest-lived",
+        "lifespan-longest-lived-then-shortest-lived",
+        "lifespan-shortest-lived",
+    }
+)
+
+_N_STAGES = re.compile(r"focus on the (\d+) life stages")
+_FOCUS_PHRASE = re.compile(r"focus on (?:the |a |an )?([^.,]+)")
+# Words of a task description that name no object.
+_STOPWORD_TEXT = """
+your task is to a an the of in on at for from with and or then first next when after before this that
+these those it its be are will which what if than some any all each you can has have focus thing things
+object objects located around found might near location complete completed done part way take actions
+cause change make until
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def focus_limit_for(task_name: str, task_description: str = "") -> int:
+    """Focus actions the task needs (1 for most tasks)."""
+    match = _N_STAGES.search(task_description.lower())
+    if match:
+        return int(match.group(1))
+    return FOCUS_LIMITS.get(task_name, 1)
+
+
+def focus_head(target: str) -> str:
+    """The object named by a focus target, without container/location qualifiers."""
+    head = normalize(target)
+    for marker in (" in ", " on ", " to ", " containing "):
+        head = head.split(marker, 1)[0]
+    return head
+
+
+def content_words(text: str) -> set[str]:
+    """Words of ``text`` that can name an object (stopwords and boilerplate removed)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+
+
+def focus_words(task_description: str) -> set[str]:
+    """Words that may name a focus target: the "focus on ..." phrases ("focus on the blue box"), the
+    first sentence, which names the task's subject ("Your task is to melt lead."; its "focus on the
+    substance" means the lead), and "substance", ScienceWorld's name for matter poured into a container
+    ("substance in ceramic cup" for the tin of a melting-point task)."""
+    text = task_description.lower().replace("task description:", "").strip()
+    phrases = _FOCUS_PHRASE.findall(text)
+    first_sentence = text.split(". ", 1)[0]
+    return content_words(" ".join([*phrases, first_sentence])) | {"substance"}
+
+
+def focus_target_allowed(task_name: str, task_description: str, target: str) -> bool:
+    """The target's head shares a word with a "focus on ..." phrase of the task (find-* and lifespan
+    tasks exempt): "instructions to make salt water" is not "the salt water".
+
+    Deliberately loose (any shared word): blocking a focus the task needs would make it unsolvable,
+    while a wrong focus that slips through is what SwiftSage would have done anyway."""
+    if task_name in OPEN_FOCUS_TASKS:
+        return True
+    return bool(content_words(focus_head(target)) & focus_words(task_description))
+
+
+def focused_targets(traj: Trajectory) -> set[str]:
+    """Heads of the objects focused on so far (a focus counts once ScienceWorld confirms it)."""
+    done = set()
+    for turn in traj.turns:
+        if turn.action.startswith("focus on ") and turn.observation.startswith("You focus on"):
+            done.add(focus_head(turn.action[len("focus on ") :]))
+    return done

@@ -1,0 +1,239 @@
+"""SRM Gate-1, paper §3.2: the check every action passes right before env.step, whatever its source.
+
+Order of work: resolve the proposed text to one valid action (exact, then the configured repair rules,
+each deterministic and only taken when the match is unique), then check the runtime constraints on the
+resolved action (avoid list, focus budget, repeated focus, task-specific focus rules). An action that
+fails either step is dropped with a reason code; a dropped action never reaches the environment, so it
+costs no env step, and the controller moves on to its next candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rapidfuzz import fuzz, process
+
+from fastslow.agents.state import Trajectory
+from fastslow.env.scienceworld import StepResult
+from fastslow.events import EventSink, GateDecision, GateOutcome
+from fastslow.reflection.config import GateConfig
+from fastslow.reflection.focus import (
+    focus_head,
+    focus_limit_for,
+    focus_target_allowed,
+    focused_targets,
+)
+from fastslow.reflection.normalize import (
+    apply_aliases,
+    normalize,
+    strip_qualifiers,
+    verb_of_normalized,
+)
+
+FOCUS = "focus on"
+
+
+@dataclass(frozen=True)
+class GateConstraints:
+    """Runtime constraints the controller passes with each check (besides the valid-action set)."""
+
+    focus_limit: int | None = None
+    """Overrides the configured / per-task focus budget for this episode."""
+    avoid: frozenset[str] = field(default_factory=frozenset)
+    """Exact actions to refuse (e.g. the avoid list of a live stagnation report)."""
+
+
+class _Drop(Exception):
+    """Ends a check with DROP: a reason code and the evidence for it."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class _ValidIndex:
+    """Canonical forms of one valid-action set; rebuilt only when the set changes."""
+
+    actions: tuple[str, ...]
+    by_norm: dict[str, list[str]]
+    by_bare: dict[str, list[str]]
+    """Keyed by the normalized form without container/location qualifiers."""
+    by_verb: dict[str, list[str]]
+    """Normalized forms grouped by verb, for fuzzy matching within one verb."""
+
+    @classmethod
+    def build(cls, actions: tuple[str, ...]) -> _ValidIndex:
+        by_norm: dict[str, list[str]] = {}
+        by_bare: dict[str, list[str]] = {}
+        for action in actions:
+            norm = normalize(action)
+            by_norm.setdefault(norm, []).append(action)
+            by_bare.setdefault(strip_qualifiers(norm), []).append(action)
+        by_verb: dict[str, list[str]] = {}
+        for norm in by_norm:
+            by_verb.setdefault(verb_of_normalized(norm), []).append(norm)
+        return cls(actions=actions, by_norm=by_norm, by_bare=by_bare, by_verb=by_verb)
+
+
+def _unique(rule: str, options: list[str] | None) -> str | None:
+    """The one valid action a rule found; several would make the repair a guess: DROP ambiguous."""
+    if not options:
+        return None
+    distinct = sorted(set(options))
+    if len(distinct) > 1:
+        raise _Drop("ambiguous", f"{rule}: {' | '.join(distinct[:5])}")
+    return distinct[0]
+
+
+class Gate1:
+    """Normalize -> admissible? -> repair -> constraints -> ACCEPT / REPAIR / DROP, one event per check."""
+
+    def __init__(self, config: GateConfig | None = None, *, sink: EventSink | None = None) -> None:
+        self.config = config or GateConfig()
+        self.sink = sink
+        self._index: _ValidIndex | None = None
+
+    def _valid_index(self, result: StepResult) -> _ValidIndex:
+        if self._index is None or self._index.actions is not result.valid_actions:
+            self._index = _ValidIndex.build(result.valid_actions)
+        return self._index
+
+    def check(
+        self,
+        action: str,
+        result: StepResult,
+        traj: Trajectory,
+        constraints: GateConstraints | None = None,
+        *,
+        source: str = "swift",
+    ) -> GateDecision:
+        """Decide whether ``action`` may be executed in the state ``result``; log and return the decision."""
+        constraints = constraints or GateConstraints()
+        try:
+            final, rule = self._resolve(action, result)
+            self._enforce(final, traj, constraints)
+        except _Drop as drop:
+            decision = GateDecision(
+                step=result.steps,
+                source=source,
+                outcome=GateOutcome.DROP,
+                original=action,
+                action="",
+                reason=drop.reason,
+                detail=drop.detail,
+            )
+        else:
+            decision = GateDecision(
+                step=result.steps,
+                source=source,
+                outcome=GateOutcome.ACCEPT if final == action else GateOutcome.REPAIR,
+                original=action,
+                action=final,
+                rule=rule,
+            )
+        if self.sink is not None:
+            self.sink.emit(decision)
+        return decision
+
+    # -- admissibility and repair ----------------------------------------------------------------
+    def _resolve(self, action: str, result: StepResult) -> tuple[str, str]:
+        """(valid action, rule), or raise _Drop."""
+        # Most actions are valid as written; the canonical index (3-5 ms for ~1k actions) is only
+        # built when a repair is needed, once per valid-action set.
+        if action in result.valid_actions:
+            return action, "exact"
+        norm = normalize(action)
+        if not norm:
+            raise _Drop("empty", "nothing left after normalization")
+        found = self._repair(norm, self._valid_index(result))
+        if found is None:
+            raise _Drop("not_admissible", f"no valid action matches '{norm}'")
+        return found
+
+    def _repair(self, norm: str, index: _ValidIndex) -> tuple[str, str] | None:
+        rules = self.config.repairs
+        form = norm
+        if "normalize" in rules and (hit := _unique("normalize", index.by_norm.get(form))):
+            return hit, "normalize"
+        if "alias" in rules:
+            aliased = apply_aliases(form)
+            if aliased != form:
+                form = aliased
+                if hit := _unique("alias", index.by_norm.get(form)):
+                    return hit, "alias"
+        if "teleport" in rules and form.startswith("go to "):
+            # Under "easy", ScienceWorld offers "teleport to <room>" and doors are open: going there
+            # directly is the same move without walking through the rooms between.
+            teleport = "teleport to " + form[len("go to ") :]
+            if hit := _unique("teleport", index.by_norm.get(teleport)):
+                return hit, "teleport"
+            if "teleport to" in index.by_verb:
+                form = teleport
+        if "qualifier" in rules and (hit := self._qualifier(form, index)):
+            return hit, "qualifier"
+        if "fuzzy" in rules and (hit := self._fuzzy(form, index)):
+            return hit, "fuzzy"
+        return None
+
+    def _qualifier(self, form: str, index: _ValidIndex) -> str | None:
+        """Add or drop a container/location qualifier ("water" <-> "water in metal pot").
+
+        Only when one side's words contain the other's: "water in cup" is never turned into
+        "water in sink", which would be a different object.
+        """
+        options = index.by_bare.get(strip_qualifiers(form))
+        if not options:
+            return None
+        words = set(form.split())
+        compatible = []
+        for option in options:
+            other = set(normalize(option).split())
+            if words <= other or other <= words:
+                compatible.append(option)
+        return _unique("qualifier", compatible)
+
+    def _fuzzy(self, form: str, index: _ValidIndex) -> str | None:
+        """A unique close match with the same verb (a typo or a slightly different object name)."""
+        verb = verb_of_normalized(form)
+        if verb == FOCUS and not self.config.fuzzy_focus:
+            return None
+        pool = index.by_verb.get(verb)
+        if not pool:
+            return None
+        matches = process.extract(form, pool, scorer=fuzz.ratio, limit=2)
+        if not matches or matches[0][1] < self.config.fuzzy_threshold:
+            return None
+        if len(matches) > 1 and matches[0][1] - matches[1][1] < self.config.fuzzy_margin:
+            raise _Drop("ambiguous", f"fuzzy: {matches[0][0]} | {matches[1][0]}")
+        return _unique("fuzzy", index.by_norm[matches[0][0]])
+
+    # -- runtime constraints ---------------------------------------------------------------------
+    def _enforce(self, action: str, traj: Trajectory, constraints: GateConstraints) -> None:
+        """Raise _Drop if a runtime constraint forbids the resolved action."""
+        if action in constraints.avoid:
+            raise _Drop("avoided", "on the avoid list of the current stagnation report")
+        if not self.config.focus_rules or not action.startswith(FOCUS + " "):
+            return
+        target = action[len(FOCUS) + 1 :]
+        done = focused_targets(traj)
+        if focus_head(target) in done:
+            raise _Drop("repeated_focus", f"already focused on '{target}'")
+        limit = constraints.focus_limit
+        if limit is None:
+            limit = self.config.focus_limit
+        if limit is None:
+            limit = focus_limit_for(traj.task_name, traj.task_description)
+        if len(done) >= limit:
+            raise _Drop("focus_limit", f"{len(done)} of {limit} focus actions used")
+        if focus_head(target) in _places(traj):
+            # Rooms, the agent and the inventory are never what a task asks to focus on.
+            raise _Drop("focus_not_allowed", f"'{target}' is a place, not an object")
+        if not focus_target_allowed(traj.task_name, traj.task_description, target):
+            raise _Drop("focus_not_allowed", f"'{target}' is not named in the task description")
+
+
+def _places(traj: Trajectory) -> set[str]:
+    rooms = {a[len("teleport to ") :] for a in traj.current.valid_actions if a.startswith("teleport to ")}
+    return rooms | set(traj.visited_rooms) | {"inventory", "agent"}

@@ -1,0 +1,143 @@
+"""SRM Gate-1 normalization, paper §3.2: the canonical form proposed and valid actions are compared in.
+
+Models write "Pick up the thermometer." where ScienceWorld lists "pick up thermometer". Gate-1 compares
+both sides in one canonical form (lower case, single spaces, no articles, no punctuation) and maps
+paraphrased verbs to the verbs ScienceWorld's parser knows. Everything here is a pure function of
+strings so the gate's repairs are deterministic and testable without an environment.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ARTICLES = frozenset({"a", "an", "the"})
+# Punctuation a model adds around an action; hyphens stay ("green-blue paint"), so do digits.
+_PUNCT = re.compile(r"[\"'`.,;:!?()\[\]{}*]")
+_SPACES = re.compile(r"\s+")
+
+# Verb paraphrases -> ScienceWorld's verb. Applied to the start of an action only: an object name
+# must never be rewritten by a verb rule.
+VERB_ALIASES: tuple[tuple[str, str], ...] = (
+    ("take", "pick up"),
+    ("get", "pick up"),
+    ("grab", "pick up"),
+    ("pickup", "pick up"),
+    ("examine", "look at"),
+    ("inspect", "look at"),
+    ("check", "look at"),
+    ("turn on", "activate"),
+    ("switch on", "activate"),
+    ("turn off", "deactivate"),
+    ("switch off", "deactivate"),
+    ("drop", "put down"),
+    ("goto", "go to"),
+    ("walk to", "go to"),
+    ("move to", "go to"),
+    ("focus", "focus on"),
+)
+
+# Whole-action aliases for ScienceWorld's argument-less commands.
+COMMAND_ALIASES: dict[str, str] = {
+    "look": "look around",
+    "l": "look around",
+    "i": "inventory",
+    "inv": "inventory",
+    "check inventory": "inventory",
+    "look at inventory": "inventory",
+    "wait 1": "wait1",
+    "wait one": "wait1",
+    "wait 10": "wait",
+}
+
+# Preposition paraphrases inside two-object actions, keyed by the action's verb.
+PREPOSITION_ALIASES: dict[str, tuple[tuple[str, str], ...]] = {
+    "move": ((" into ", " to "), (" in ", " to "), (" onto ", " to "), (" on ", " to ")),
+    "put": ((" into ", " to "), (" in ", " to "), (" onto ", " to "), (" on ", " to ")),
+    "place": ((" into ", " to "), (" in ", " to "), (" onto ", " to "), (" on ", " to ")),
+    "pour": ((" in ", " into "), (" to ", " into "), (" onto ", " into ")),
+    "dunk": ((" in ", " into "), (" to ", " into ")),
+}
+
+# Object spellings ScienceWorld does not use.
+OBJECT_ALIASES: tuple[tuple[str, str], ...] = (
+    ("green house", "greenhouse"),
+    ("work shop", "workshop"),
+)
+
+
+def normalize(action: str) -> str:
+    """Canonical form: lower case, no punctuation or articles, single spaces."""
+    text = _PUNCT.sub(" ", action.lower())
+    words = [w for w in _SPACES.split(text) if w and w not in _ARTICLES]
+    return " ".join(words)
+
+
+def _replace_prefix(text: str, old: str, new: str) -> str | None:
+    if text == old or text.startswith(old + " "):
+        return new + text[len(old) :]
+    return None
+
+
+def apply_aliases(norm: str) -> str:
+    """Rewrite a normalized action with the known verb, command, preposition and object aliases."""
+    if norm in COMMAND_ALIASES:
+        return COMMAND_ALIASES[norm]
+    text = norm
+    for old, new in VERB_ALIASES:
+        # "focus on x" must not become "focus on on x"; "move to" is a verb alias only without an object.
+        if old == "focus" and text.startswith("focus on "):
+            break
+        replaced = _replace_prefix(text, old, new)
+        if replaced is not None:
+            text = replaced
+            break
+    # "put x in y" / "place x on y" are moves; "put down x" is its own command.
+    if text.startswith(("put ", "place ")) and not text.startswith("put down "):
+        text = "move " + text.split(" ", 1)[1]
+    verb = text.split(" ", 1)[0]
+    for old, new in PREPOSITION_ALIASES.get(verb, ()):
+        if old in text and new not in text:
+            text = text.replace(old, new, 1)
+            break
+    padded = f" {text} "
+    for old, new in OBJECT_ALIASES:
+        padded = padded.replace(f" {old} ", f" {new} ")
+    return padded.strip()
+
+
+_PARTICLES = frozenset({"up", "down", "at", "in", "to", "on", "around"})
+
+
+def verb_of(action: str) -> str:
+    """The command word(s) of an action: "pick up", "look at", "teleport to", "focus on", "move", ..."""
+    return verb_of_normalized(normalize(action))
+
+
+def verb_of_normalized(norm: str) -> str:
+    """``verb_of`` for a string already in canonical form (the gate indexes ~1-3k of them per step)."""
+    words = norm.split(" ", 2)
+    if len(words) >= 2 and words[1] in _PARTICLES:
+        return f"{words[0]} {words[1]}"
+    return words[0]
+
+
+def strip_qualifiers(norm: str) -> str:
+    """Drop container/location qualifiers: "focus on water in metal pot" -> "focus on water".
+
+    Two-object actions keep their own connective ("move x in cup to sink" -> "move x to sink"): only
+    the " in ..." / " on ..." tails of each object are removed.
+    """
+    verb = verb_of_normalized(norm)
+    rest = norm[len(verb) :].strip()
+    for joiner in (" to ", " into ", " on "):
+        if verb in {"move", "pour", "dunk", "connect", "use"} and joiner in rest:
+            left, right = rest.rsplit(joiner, 1)
+            return f"{verb} {_tail_free(left)}{joiner}{_tail_free(right)}".strip()
+    return f"{verb} {_tail_free(rest)}".strip()
+
+
+def _tail_free(obj: str) -> str:
+    for marker in (" in ", " on "):
+        if marker in obj:
+            obj = obj.split(marker, 1)[0]
+    return obj

@@ -1,0 +1,80 @@
+"""SRM, paper §3.2: the three per-episode components built from a run configuration in one call.
+
+The controller builds one ``Srm`` per episode and calls it at two points of its loop (docs/srm.md):
+``gate.check`` right before every env.step, ``after_step`` right after it. ``Srm.for_episode``
+returns None when ``srm.enabled`` is off, so the baseline loop carries no SRM code path at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastslow.agents.state import Trajectory
+from fastslow.config import RunConfig
+from fastslow.env.scienceworld import StepResult
+from fastslow.events import EventSink, StagnationReport
+from fastslow.models import ChatModel
+from fastslow.reflection.critic import Critic, make_critic
+from fastslow.reflection.gate import Gate1, GateConstraints
+from fastslow.reflection.stagnation import StagnationDetector
+
+
+@dataclass
+class Srm:
+    gate: Gate1 | None
+    """None when ``srm.gate.enabled`` is off: actions go to the environment unchecked."""
+    detector: StagnationDetector | None
+    critic: Critic | None
+    """None when the detector or ``srm.critic.enabled`` is off (the Critic only answers reports)."""
+    last_report: StagnationReport | None = None
+    """The latest stagnation report; its avoid list is what ``constraints()`` hands Gate-1."""
+
+    @classmethod
+    def for_episode(
+        cls, config: RunConfig, first: StepResult, *, sink: EventSink, model: ChatModel | None = None
+    ) -> Srm | None:
+        """SRM for one episode, or None when SRM is off. ``model`` overrides ``critic.model`` (shared
+        client, scripted model in tests); it is only built for ``critic.kind: llm``."""
+        srm = config.srm
+        if not srm.enabled:
+            return None
+        gate = Gate1(srm.gate, sink=sink) if srm.gate.enabled else None
+        detector = (
+            StagnationDetector(srm.stagnation, sink=sink, first=first) if srm.stagnation.enabled else None
+        )
+        critic = (
+            make_critic(config.critic, sink=sink, model=model)
+            if detector is not None and srm.critic.enabled
+            else None
+        )
+        return cls(gate, detector, critic)
+
+    def constraints(self, traj: Trajectory) -> GateConstraints:
+        """Gate-1 constraints at this step: with ``srm.gate.refuse_avoided``, the avoid list of a report
+        still inside its window."""
+        report = self.last_report
+        if (
+            report is None
+            or self.detector is None
+            or self.gate is None
+            or not self.gate.config.refuse_avoided
+        ):
+            return GateConstraints()
+        if traj.current.steps - report.step >= self.detector.config.window:
+            return GateConstraints()
+        return GateConstraints(avoid=frozenset(report.avoid))
+
+    def after_step(self, traj: Trajectory, memories: Sequence[str] = ()) -> list[str]:
+        """Detector, then Critic: the actions to push into the FIFO buffer (often none)."""
+        report = self.detector.update(traj) if self.detector is not None else None
+        if report is not None:
+            self.last_report = report
+        if self.critic is None:
+            return []
+        return self.critic.maybe_call(report, traj, memories)
+
+    def finish(self, traj: Trajectory) -> None:
+        """Episode over: settle the effect of a Critic call still in its window."""
+        if self.critic is not None:
+            self.critic.finish(traj)

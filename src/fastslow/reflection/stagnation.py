@@ -1,0 +1,168 @@
+"""SRM stagnation detector, paper §3.2: deterministic diagnostics over the recent trajectory.
+
+Called once after every env step. It keeps its own record of the effective state after each step
+(room, inventory, look text), because "no effect" means the step changed neither the score nor that
+state; the ``Trajectory`` keeps observations but not per-step states. Thresholds are the authors'
+(PAPER_FACTS.md): same observation x3, same action x2 without effect, same verb x3 without effect,
+>= 4 of the last 5 steps navigating among <= 2 distinct (room, inventory) states, window 5, nothing
+before step 5; plus a loop of failure observations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fastslow.agents.state import Trajectory, Turn, room_of
+from fastslow.env.scienceworld import StepResult
+from fastslow.events import EventSink, StagnationReport
+from fastslow.reflection.config import StagnationConfig
+from fastslow.reflection.focus import focus_limit_for, focused_targets
+from fastslow.reflection.normalize import verb_of
+
+# Main pattern first when several fire at once: the most specific evidence leads.
+PATTERNS = ("invalid_loop", "repeated_action", "repeated_observation", "verb_loop", "navigation_loop")
+NAVIGATION_VERBS = frozenset({"teleport to", "go to"})
+_FAILURE = re.compile(r"\b(?:can't|cannot|not|doesn't)\b")
+
+
+def is_failure(observation: str) -> bool:
+    """SwiftSage's failure test: unknown or ambiguous input, or a refusal (can't / not / doesn't)."""
+    text = observation.lower()
+    if "no known action matches that input" in text or "ambiguous request" in text:
+        return True
+    return bool(_FAILURE.search(text))
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What one step left behind: enough to tell whether the step changed anything."""
+
+    turn: Turn
+    room: str
+    inventory: str
+    look: str
+    effect: bool
+    """The step changed the score or the (room, inventory, look) state."""
+
+
+class StagnationDetector:
+    """Per-episode detector; ``update`` after each step returns a report when a threshold is crossed."""
+
+    def __init__(
+        self,
+        config: StagnationConfig | None = None,
+        *,
+        sink: EventSink | None = None,
+        first: StepResult | None = None,
+    ) -> None:
+        """``first``: the episode's reset result, so the first step's effect can be judged too
+        (without it the first step counts as having an effect)."""
+        self.config = config or StagnationConfig()
+        self.sink = sink
+        self._snaps: list[_Snapshot] = []
+        self._start = (room_of(first.look), first.inventory, first.look) if first is not None else None
+        self._last_reported: dict[str, int] = {}
+
+    def update(self, traj: Trajectory) -> StagnationReport | None:
+        if not traj.turns or (self._snaps and self._snaps[-1].turn.step >= traj.turns[-1].step):
+            return None  # nothing new: update is idempotent per step
+        self._record(traj)
+        cfg = self.config
+        step = traj.current.steps
+        if step < cfg.min_step:
+            return None
+        window = self._snaps[-cfg.window :]
+        found: dict[str, tuple[list[int], list[str]]] = {}
+        for name, detect in (
+            ("invalid_loop", self._invalid_loop),
+            ("repeated_action", self._repeated_action),
+            ("repeated_observation", self._repeated_observation),
+            ("verb_loop", self._verb_loop),
+            ("navigation_loop", self._navigation_loop),
+        ):
+            hit = detect(window)
+            if hit is not None and step - self._last_reported.get(name, -(10**9)) >= cfg.repeat_after:
+                found[name] = hit
+        if not found:
+            return None
+        for name in found:
+            self._last_reported[name] = step
+        main = next(p for p in PATTERNS if p in found)
+        evidence = sorted({s for steps, _ in found.values() for s in steps})
+        avoid = list(dict.fromkeys(a for _, actions in found.values() for a in actions))
+        report = StagnationReport(
+            step=step,
+            pattern=main,
+            patterns=[p for p in PATTERNS if p in found],
+            evidence_steps=evidence,
+            avoid=avoid,
+            constraints=runtime_constraints(traj, avoid),
+        )
+        if self.sink is not None:
+            self.sink.emit(report)
+        return report
+
+    def _record(self, traj: Trajectory) -> None:
+        turn, cur = traj.turns[-1], traj.current
+        room = room_of(cur.look)
+        before = (
+            (self._snaps[-1].room, self._snaps[-1].inventory, self._snaps[-1].look)
+            if self._snaps
+            else self._start
+        )
+        effect = turn.reward != 0 or before is None or (room, cur.inventory, cur.look) != before
+        self._snaps.append(_Snapshot(turn, room, cur.inventory, cur.look, effect))
+
+    # Each detector returns (evidence steps, actions to avoid) or None.
+    def _invalid_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
+        bad = [s for s in window if is_failure(s.turn.observation)]
+        if len(bad) < self.config.invalid_loop:
+            return None
+        return [s.turn.step for s in bad], [s.turn.action for s in bad]
+
+    def _repeated_action(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
+        n = self.config.repeated_action
+        tail = window[-n:]
+        if len(tail) < n or len({s.turn.action for s in tail}) != 1:
+            return None
+        if any(s.effect for s in tail[1:]):
+            return None
+        return [s.turn.step for s in tail], [tail[0].turn.action]
+
+    def _repeated_observation(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
+        n = self.config.repeated_observation
+        tail = window[-n:]
+        if len(tail) < n or len({s.turn.observation for s in tail}) != 1 or any(s.turn.reward for s in tail):
+            return None
+        return [s.turn.step for s in tail], list(dict.fromkeys(s.turn.action for s in tail))
+
+    def _verb_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
+        n = self.config.verb_loop
+        tail = window[-n:]
+        if len(tail) < n or len({verb_of(s.turn.action) for s in tail}) != 1 or any(s.effect for s in tail):
+            return None
+        return [s.turn.step for s in tail], list(dict.fromkeys(s.turn.action for s in tail))
+
+    def _navigation_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
+        nav = [s for s in window if verb_of(s.turn.action) in NAVIGATION_VERBS]
+        if len(nav) < self.config.navigation_steps or any(s.turn.reward > 0 for s in window):
+            return None
+        states = {(s.room, s.inventory) for s in window}
+        if len(states) > self.config.navigation_max_states:
+            return None
+        return [s.turn.step for s in nav], list(dict.fromkeys(s.turn.action for s in nav))
+
+
+def runtime_constraints(traj: Trajectory, avoid: list[str]) -> list[str]:
+    """The constraints the Critic must respect, in words (rendered into its prompt)."""
+    done = sorted(focused_targets(traj))
+    limit = focus_limit_for(traj.task_name, traj.task_description)
+    lines = [
+        f"focus actions used: {len(done)} of {limit}" + (f" (on: {', '.join(done)})" if done else ""),
+        "never focus on an object the task does not ask for: a wrong focus fails the task",
+        f"rooms visited: {', '.join(traj.visited_rooms) or 'none'}",
+    ]
+    if avoid:
+        lines.append(f"do not repeat: {'; '.join(avoid)}")
+    return lines

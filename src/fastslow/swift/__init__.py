@@ -1,0 +1,48 @@
+"""Swift, the fast proposer (paper §3): the embedded imitation ranker (default) and the Flan-T5 backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastslow.config import SwiftConfig
+from fastslow.errors import UsageError
+from fastslow.swift.base import Candidate, MemoryHint, Proposal, Proposer
+from fastslow.swift.policy import SafetyPolicy
+
+
+def make_proposer(config: SwiftConfig, top_k: int | None = None) -> Proposer:
+    """Build the Swift backend named by ``config.backend``."""
+    k = top_k if top_k is not None else config.top_k
+    if config.backend == "imitation":
+        from fastslow.swift.imitation import ImitationSwift, SwiftWeights
+
+        path = Path(config.model_path) if config.model_path else None
+        return ImitationSwift(SwiftWeights.load(path), top_k=k)
+    if not config.model_path:
+        raise UsageError("swift.backend=t5 needs swift.model_path: a local seq2seq checkpoint directory")
+    from fastslow.swift.t5 import T5Swift
+
+    return T5Swift(
+        config.model_path, top_k=k, num_beams=max(config.num_beams, k), max_new_tokens=config.max_new_tokens
+    )
+
+
+def make_policy(config: SwiftConfig) -> SafetyPolicy:
+    """The safety policy of a Swift-only agent, with the focus targets learnt by the imitation model."""
+    focus: dict[str, set[str]] = {}
+    try:
+        from fastslow.swift.imitation import SwiftWeights
+
+        path = Path(config.model_path) if config.backend == "imitation" and config.model_path else None
+        focus = SwiftWeights.load(path).focus_words
+    except UsageError:
+        focus = {}
+    return SafetyPolicy(
+        focus_words=focus,
+        repeat_penalty=config.repeat_penalty,
+        window=config.loop_window,
+        focus_rule=config.focus_rule,
+    )
+
+
+__all__ = ["Candidate", "MemoryHint", "Proposal", "Proposer", "SafetyPolicy", "make_policy", "make_proposer"]

@@ -1,0 +1,260 @@
+"""Gold-trajectory dataset for training Swift by imitation (paper §3, SwiftSage's Swift).
+
+``fastslow data gold --split train --out DIR`` replays ScienceWorld's gold path of train-split
+variations of all 30 tasks and writes one gzipped JSONL file per episode: every step holds what
+SwiftSage's Swift reads (task; time and score; recent actions with reward and observation; look;
+inventory; visited rooms), the valid-action set and the gold action. A manifest records examples per
+task, the ScienceWorld version and the command. Only train variations are accepted, so dev and test
+variations never enter training data.
+
+Gold paths are written for the full game, so under the "easy" simplification they are rewritten
+before replay (measured in SWIFT_NOTES): "open door to X" is dropped (doors start open),
+"go to <room>" becomes "teleport to <room>" and consecutive teleports merge. The rewritten path is
+kept only if it still reaches score 100; otherwise the original path is replayed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastslow.agents.state import Trajectory
+from fastslow.env.scienceworld import SUCCESS_SCORE, ScienceWorldAdapter, StepResult
+from fastslow.env.tasks import Split, all_tasks, get_task
+from fastslow.errors import EnvError, UsageError
+
+MANIFEST = "manifest.json"
+HISTORY_TURNS = 10
+"""Recent actions kept in each example (SwiftSage's Swift input uses the last 10)."""
+DEFAULT_PER_TASK = 10
+"""Train variations replayed per task: tasks with hundreds of variations are subsampled."""
+REPLAY_STEP_LIMIT = 1000
+
+_POUR = re.compile(r"^pour (.+?) in (?:.+?) in (.+)$")
+
+
+def rename_candidates(action: str) -> list[str]:
+    """Spellings of a gold action that ScienceWorld's valid-action list may use instead."""
+    out: list[str] = []
+    if " in inventory" in action:
+        out.append(action.replace(" in inventory", ""))
+    for a in [action, *out]:
+        if a.startswith("examine "):
+            out.append("look at " + a[len("examine ") :])
+        match = _POUR.match(a)
+        if match:
+            out.append(f"pour {match.group(1)} into {match.group(2)}")
+            out.append(f"pour {match.group(1)} in {match.group(2)}")
+    return out
+
+
+def match_valid(action: str, valid: Sequence[str] | set[str]) -> str | None:
+    """The valid action that a gold action denotes, or None if it has no verbatim/renamed match."""
+    pool = valid if isinstance(valid, set) else set(valid)
+    if action in pool:
+        return action
+    for alt in rename_candidates(action):
+        if alt in pool:
+            return alt
+    # Gold paths capitalise some names ("unknown substance B") that the valid list writes lower-case.
+    lowered = action.lower()
+    if lowered != action:
+        return match_valid(lowered, pool)
+    return None
+
+
+def rewrite_for_easy(actions: Sequence[str]) -> list[str]:
+    """Drop door opening, teleport instead of walking, merge consecutive teleports."""
+    out: list[str] = []
+    for action in actions:
+        if action.startswith("open door to "):
+            continue
+        if action.startswith("go to "):
+            action = "teleport to " + action[len("go to ") :]
+        if action.startswith("teleport to ") and out and out[-1].startswith("teleport to "):
+            out[-1] = action
+            continue
+        out.append(action)
+    return out
+
+
+def example(traj: Trajectory, gold: str | None, label: str | None) -> dict[str, Any]:
+    """One training row: the state Swift sees before acting, and the gold action."""
+    cur = traj.current
+    return {
+        "task_id": traj.task_id,
+        "task_name": traj.task_name,
+        "variation": traj.variation,
+        "step": cur.steps,
+        "task_description": traj.task_description,
+        "moves": cur.moves,
+        "score": cur.score,
+        "history": [
+            {"action": t.action, "observation": t.observation, "reward": t.reward}
+            for t in traj.recent(HISTORY_TURNS)
+        ],
+        "look": cur.look,
+        "inventory": cur.inventory,
+        "visited_rooms": list(traj.visited_rooms),
+        "valid_actions": list(cur.valid_actions),
+        "gold_action": gold,
+        "label": label,
+    }
+
+
+def _replay(
+    env: ScienceWorldAdapter, task_id: int, variation: int, path: Sequence[str]
+) -> list[dict[str, Any]] | None:
+    """Replay ``path``; the rows if it reaches score 100, else None."""
+    info = get_task(task_id)
+    first = env.reset(task_id, variation)
+    traj = Trajectory(task_id, info.name, variation, first.task_description, first)
+    rows: list[dict[str, Any]] = []
+    result: StepResult = first
+    for action in path:
+        if result.done:
+            break
+        rows.append(example(traj, action, match_valid(action, result.valid_actions)))
+        result = env.step(action)
+        traj.record(action, "oracle", result)
+    return rows if result.score >= SUCCESS_SCORE else None
+
+
+def replay_episode(
+    env: ScienceWorldAdapter, task_id: int, variation: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """Rows of one gold episode and whether the easy-rewritten path was used."""
+    env.reset(task_id, variation, gold=True)
+    gold = list(env.gold_actions)
+    rewritten = rewrite_for_easy(gold)
+    if rewritten != gold:
+        rows = _replay(env, task_id, variation, rewritten)
+        if rows is not None:
+            return rows, True
+    rows = _replay(env, task_id, variation, gold)
+    return (rows or []), False
+
+
+def select_train_variations(per_task: int, tasks: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    """Train variations to replay: evenly spread over each task's train split (more object diversity)."""
+    ranked: list[tuple[int, int, int]] = []
+    for info in all_tasks():
+        if tasks is not None and info.task_id not in tasks:
+            continue
+        train = info.variations["train"]
+        stride = max(1, len(train) // per_task)
+        ranked.extend((rank, info.task_id, v) for rank, v in enumerate(train[::stride][:per_task]))
+    # Round-robin over tasks, so a run stopped early still covers every task.
+    return [(t, v) for _, t, v in sorted(ranked)]
+
+
+def episode_file(out: Path, task_id: int, variation: int) -> Path:
+    return out / f"{task_id:02d}-{variation:04d}.jsonl.gz"
+
+
+_WORKER_ENV: ScienceWorldAdapter | None = None
+
+
+def _work(out: str, task_id: int, variation: int, simplification: str) -> tuple[int, int, int, bool]:
+    """Worker: replay one episode with this process's own JVM and write its file atomically."""
+    global _WORKER_ENV
+    if _WORKER_ENV is None:
+        _WORKER_ENV = ScienceWorldAdapter(simplification=simplification, step_limit=REPLAY_STEP_LIMIT)
+    try:
+        rows, rewritten = replay_episode(_WORKER_ENV, task_id, variation)
+    except EnvError:
+        # A JVM that dies (e.g. killed for memory) costs one episode, not the run; a rerun resumes it.
+        _WORKER_ENV.close()
+        return task_id, variation, -1, False
+    target = episode_file(Path(out), task_id, variation)
+    tmp = target.with_name(target.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+    os.replace(tmp, target)
+    return task_id, variation, len(rows), rewritten
+
+
+@dataclass(frozen=True)
+class GoldSummary:
+    episodes: int
+    examples: int
+    skipped: int
+
+
+def build_gold(
+    out: Path,
+    split: Split = "train",
+    per_task: int = DEFAULT_PER_TASK,
+    tasks: Sequence[int] | None = None,
+    workers: int = 2,
+    simplification: str = "easy",
+    progress: Callable[[str], None] | None = None,
+) -> GoldSummary:
+    """Replay gold paths into ``out`` (resumable: episodes with a file already are skipped)."""
+    if split != "train":
+        raise UsageError(f"only the train split may become training data (got '{split}')")
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [
+        (t, v) for t, v in select_train_variations(per_task, tasks) if not episode_file(out, t, v).exists()
+    ]
+    skipped = len(select_train_variations(per_task, tasks)) - len(todo)
+    done = 0
+    if todo:
+        with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [pool.submit(_work, str(out), t, v, simplification) for t, v in todo]
+            for fut in as_completed(futures):
+                task_id, variation, n, rewritten = fut.result()
+                done += 1
+                if progress is not None:
+                    tag = "easy-rewritten" if rewritten else "original"
+                    what = f"{n} steps ({tag})" if n >= 0 else "JVM failed, skipped (rerun to resume)"
+                    progress(f"[{done}/{len(todo)}] task {task_id} variation {variation}: {what}")
+    manifest = write_manifest(out, split, per_task, simplification)
+    return GoldSummary(manifest["episodes"], manifest["examples"], skipped)
+
+
+def write_manifest(out: Path, split: str, per_task: int, simplification: str) -> dict[str, Any]:
+    import scienceworld
+
+    per_task_counts: dict[str, int] = {}
+    episodes: list[str] = []
+    total = 0
+    for path in sorted(out.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            n = sum(1 for _ in fh)
+        task = path.name[:2]
+        per_task_counts[task] = per_task_counts.get(task, 0) + n
+        episodes.append(path.name.removesuffix(".jsonl.gz"))
+        total += n
+    manifest = {
+        "split": split,
+        "per_task": per_task,
+        "simplification": simplification,
+        "scienceworld_version": scienceworld.__version__,
+        "command": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "",
+        "episodes": len(episodes),
+        "examples": total,
+        "examples_per_task": per_task_counts,
+        "episode_ids": episodes,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_rows(data: Path) -> Iterator[dict[str, Any]]:
+    """Every example of a dataset directory, episode by episode."""
+    if not (data / MANIFEST).is_file():
+        raise UsageError(f"{data} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
+    for path in sorted(data.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)

@@ -1,0 +1,358 @@
+"""Features of the embedded imitation Swift (paper §3, SwiftSage's Swift, re-implemented for CPU).
+
+Swift scores every valid action a in state s as ``w · phi(s, a)``, with two kinds of features:
+
+- hashed crosses of *context keys* (task; task x score; task x last action; task x room; ...) with
+  *candidate keys* (the action string, its verb, its words, its arguments). They memorise what the
+  gold path does next in a state like this one.
+- dense features that generalise to objects never seen in training: how much of the candidate is named
+  in the task description, the last observation or the inventory; whether it was done before; whether a
+  retrieved memory (AMM hint) did it. Each dense feature gets a global weight and per-task, per-verb and
+  per-task-verb weights.
+
+Candidate keys depend only on the action string, so they are hashed once and cached in an
+``ActionTable``; a decision over ~3,000 valid actions is then a few numpy gathers (``fastslow bench
+swift``). Hashes use CRC32, so they are stable across processes and Python versions.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from fastslow.agents.state import Trajectory, room_of
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float32]
+
+N_BUCKETS = 1 << 20
+"""Size of the hashed weight vector (4 MB as float32)."""
+CAND_SLOTS = 12
+WORD_SLOTS = 8
+_TWO_WORD_VERBS = (
+    "focus on",
+    "teleport to",
+    "pick up",
+    "look at",
+    "look in",
+    "go to",
+    "look around",
+    "put down",
+)
+_PREPOSITIONS = (" into ", " in ", " to ", " on ", " from ")
+_STOP = frozenset(
+    {"the", "a", "an", "of", "to", "in", "on", "into", "from", "and", "with", "is", "it", "that"}
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_MIX1 = np.uint64(0x9E3779B97F4A7C15)
+_MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+DENSE = (
+    "bias",
+    "done_before",
+    "last_action",
+    "recent_count",
+    "in_task",
+    "in_observation",
+    "in_inventory",
+    "visited_room",
+    "mem_success",
+    "mem_near_miss",
+    "mem_avoid",
+    "mem_overlap",
+)
+"""Dense features, in column order."""
+
+
+def h(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8"))
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def verb_of(action: str) -> str:
+    for verb in _TWO_WORD_VERBS:
+        if action == verb or action.startswith(verb + " "):
+            return verb
+    return action.split(" ", 1)[0]
+
+
+def arguments(action: str) -> list[str]:
+    """The object phrases of an action: 'move A to B' -> [A, B]."""
+    verb = verb_of(action)
+    rest = action[len(verb) :].strip()
+    if not rest:
+        return []
+    for prep in _PREPOSITIONS:
+        if prep in rest:
+            first, second = rest.split(prep, 1)
+            return [first.strip(), second.strip()]
+    return [rest]
+
+
+def _template(action: str) -> str:
+    """Verb plus argument arity, e.g. 'move _ to _': generalises an action across objects."""
+    verb = verb_of(action)
+    args = arguments(action)
+    rest = action[len(verb) :]
+    for prep in _PREPOSITIONS:
+        if prep in rest:
+            return f"{verb} _{prep}_"
+    return verb + (" _" if args else "")
+
+
+def candidate_keys(action: str) -> list[int]:
+    keys = [h("A:" + action), h("V:" + verb_of(action)), h("T:" + _template(action))]
+    verb = verb_of(action)
+    for i, arg in enumerate(arguments(action)[:2]):
+        keys.append(h(f"O{i}:{arg}"))
+        keys.append(h(f"VO{i}:{verb}|{arg}"))
+    for w in words(action[len(verb) :])[:5]:
+        keys.append(h(f"VW:{verb}|{w}"))
+    return keys[:CAND_SLOTS]
+
+
+class ActionTable:
+    """Cache of per-action hashed keys, grown as new action strings appear."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self.keys = np.zeros((1024, CAND_SLOTS), dtype=np.uint64)
+        self.key_mask = np.zeros((1024, CAND_SLOTS), dtype=np.float32)
+        self.mixed = np.zeros((1024, CAND_SLOTS), dtype=np.int64)
+        """Candidate keys pre-multiplied by the hash mixer (saves the multiply per decision)."""
+        self.words = np.full((1024, WORD_SLOTS), -1, dtype=np.int64)
+        self.word_n = np.zeros(1024, dtype=np.float32)
+        self.verb = np.zeros(1024, dtype=np.uint64)
+        self.is_teleport = np.zeros(1024, dtype=bool)
+        self.strings: list[str] = []
+        self._task_cache: dict[str, dict[int, int]] = {}
+
+    def _grow(self) -> None:
+        n = len(self.keys) * 2
+        self.keys = np.resize(self.keys, (n, CAND_SLOTS))
+        self.key_mask = np.resize(self.key_mask, (n, CAND_SLOTS))
+        self.mixed = np.resize(self.mixed, (n, CAND_SLOTS))
+        self.words = np.resize(self.words, (n, WORD_SLOTS))
+        self.word_n = np.resize(self.word_n, n)
+        self.verb = np.resize(self.verb, n)
+        self.is_teleport = np.resize(self.is_teleport, n)
+
+    def _add(self, action: str) -> int:
+        i = len(self.strings)
+        if i >= len(self.keys):
+            self._grow()
+        keys = candidate_keys(action)
+        self.keys[i] = 0
+        self.key_mask[i] = 0
+        self.keys[i, : len(keys)] = keys
+        self.key_mask[i, : len(keys)] = 1
+        with np.errstate(over="ignore"):
+            self.mixed[i] = (self.keys[i] * _MIX1).view(np.int64)
+        verb = verb_of(action)
+        ws = [h(w) for w in words(action[len(verb) :])[:WORD_SLOTS]]
+        self.words[i] = -1
+        self.words[i, : len(ws)] = ws
+        self.word_n[i] = len(ws)
+        self.verb[i] = h(verb)
+        self.is_teleport[i] = verb in ("teleport to", "go to")
+        self.strings.append(action)
+        self._ids[action] = i
+        return i
+
+    def task_keys(self, ids: IntArray, task_description: str) -> IntArray:
+        """Per candidate, the pre-mixed key of its *task template*: the action with every word the
+        task description names replaced by <T> and numbers by #, e.g. "focus on <T>". It carries a
+        gold path over to objects never seen in training (lead instead of water). Cached per task
+        description, so a decision only computes it for actions new to the episode."""
+        cache = self._task_cache.get(task_description)
+        if cache is None:
+            if len(self._task_cache) > 64:
+                self._task_cache.clear()
+            cache = self._task_cache[task_description] = {}
+        named = set(words(task_description))
+        out = np.empty(len(ids), dtype=np.int64)
+        strings = self.strings
+        for j, i in enumerate(ids.tolist()):
+            key = cache.get(i)
+            if key is None:
+                toks = ["<T>" if t in named else "#" if t.isdigit() else t for t in strings[i].split()]
+                with np.errstate(over="ignore"):
+                    key = cache[i] = int((np.uint64(h("AT:" + " ".join(toks))) * _MIX1).view(np.int64))
+            out[j] = key
+        return out
+
+    def known(self, action: str) -> int | None:
+        return self._ids.get(action)
+
+    def ids(self, actions: Sequence[str]) -> IntArray:
+        get = self._ids.get
+        out = [get(a) for a in actions]
+        if None in out:
+            for j, i in enumerate(out):
+                if i is None:
+                    known = self._ids.get(actions[j])
+                    out[j] = known if known is not None else self._add(actions[j])
+        return np.asarray(out, dtype=np.int64)
+
+
+@dataclass
+class SwiftState:
+    """What Swift reads (SwiftSage's input), from a live Trajectory or a dataset row."""
+
+    task_name: str
+    task_description: str
+    score: int
+    look: str
+    inventory: str
+    history: list[tuple[str, str, int]]
+    """(action, observation, reward), oldest first."""
+    visited_rooms: list[str]
+    valid_actions: Sequence[str]
+    memories: list[tuple[str, str, str]] = field(default_factory=list)
+    """(action, observation, tag) of retrieved memories."""
+
+    @classmethod
+    def from_trajectory(cls, traj: Trajectory) -> SwiftState:
+        cur = traj.current
+        return cls(
+            traj.task_name,
+            traj.task_description,
+            cur.score,
+            cur.look,
+            cur.inventory,
+            [(t.action, t.observation, t.reward) for t in traj.turns],
+            list(traj.visited_rooms),
+            cur.valid_actions,
+        )
+
+    @classmethod
+    def from_row(cls, row: dict[str, object]) -> SwiftState:
+        hist = row["history"]
+        assert isinstance(hist, list)
+        return cls(
+            str(row["task_name"]),
+            str(row["task_description"]),
+            int(str(row["score"])),
+            str(row["look"]),
+            str(row["inventory"]),
+            [(str(t["action"]), str(t["observation"]), int(t["reward"])) for t in hist],
+            [str(r) for r in row["visited_rooms"]],  # type: ignore[attr-defined]
+            [str(a) for a in row["valid_actions"]],  # type: ignore[attr-defined]
+        )
+
+
+def context_keys(state: SwiftState) -> list[int]:
+    task = state.task_name
+    last = state.history[-1][0] if state.history else "<start>"
+    prev = state.history[-2][0] if len(state.history) > 1 else "<start>"
+    room = room_of(state.look)
+    return [
+        h("bias"),
+        h("t:" + task),
+        h(f"ts:{task}|{state.score}"),
+        h(f"tl:{task}|{last}"),
+        h(f"tlv:{task}|{verb_of(last)}"),
+        h(f"tll:{task}|{prev}|{last}"),
+        h(f"tr:{task}|{room}"),
+        h(f"trs:{task}|{room}|{state.score}"),
+    ]
+
+
+def _word_hashes(text: str) -> IntArray:
+    return np.asarray(sorted({h(w) for w in words(text)}), dtype=np.int64)
+
+
+def _overlap(table: ActionTable, ids: IntArray, text: str) -> FloatArray:
+    ws = table.words[ids]
+    hit = np.isin(ws, _word_hashes(text)) & (ws >= 0)
+    out: FloatArray = (hit.sum(axis=1) / np.maximum(table.word_n[ids], 1.0)).astype(np.float32)
+    return out
+
+
+def _per_action(table: ActionTable, ids: IntArray, weights: dict[str, float]) -> FloatArray:
+    """A value per candidate from a small {action: value} map, without a Python loop over candidates."""
+    if not weights:
+        return np.zeros(len(ids), dtype=np.float32)
+    dense = np.zeros(len(table.strings), dtype=np.float32)
+    known = table.known
+    for action, value in weights.items():
+        i = known(action)
+        if i is not None:
+            dense[i] = value
+    out: FloatArray = dense[ids]
+    return out
+
+
+def dense_features(table: ActionTable, ids: IntArray, state: SwiftState) -> FloatArray:
+    """The (n_candidates, len(DENSE)) matrix of dense features."""
+    n = len(ids)
+    x = np.zeros((n, len(DENSE)), dtype=np.float32)
+    x[:, 0] = 1.0
+    counts: dict[str, float] = {}
+    recent: dict[str, float] = {}
+    for i, (action, _, _) in enumerate(state.history):
+        counts[action] = min(counts.get(action, 0) + 1, 3)
+        if i >= len(state.history) - 10:
+            recent[action] = recent.get(action, 0) + 1
+    if counts:
+        x[:, 1] = _per_action(table, ids, counts)
+        x[:, 3] = _per_action(table, ids, recent)
+        x[:, 2] = _per_action(table, ids, {state.history[-1][0]: 1.0})
+    x[:, 4] = _overlap(table, ids, state.task_description)
+    x[:, 5] = _overlap(table, ids, state.history[-1][1] if state.history else state.look)
+    x[:, 6] = _overlap(table, ids, state.inventory)
+    visited = {f"teleport to {r}": 1.0 for r in state.visited_rooms}
+    visited.update({f"go to {r}": 1.0 for r in state.visited_rooms})
+    x[:, 7] = _per_action(table, ids, visited)
+    if state.memories:
+        for col, tag in ((8, "success"), (9, "near-miss"), (10, "avoidance")):
+            x[:, col] = _per_action(table, ids, {a: 1.0 for a, _, t in state.memories if t == tag})
+        good = " ".join(a for a, _, t in state.memories if t != "avoidance")
+        if good:
+            x[:, 11] = _overlap(table, ids, good)
+    return x
+
+
+_DENSE_BASE = ((np.arange(len(DENSE), dtype=np.uint64) + np.uint64(1)) * _MIX1).view(np.int64)
+_MASK = N_BUCKETS - 1
+
+
+def feature_index(table: ActionTable, ids: IntArray, state: SwiftState) -> tuple[IntArray, FloatArray]:
+    """Hashed indices and values of every feature of every candidate: (n, K) each.
+
+    All hashing is XOR of pre-mixed 64-bit keys, done on int64 views so nothing is converted.
+    """
+    with np.errstate(over="ignore"):
+        ctx = (np.asarray(context_keys(state), dtype=np.uint64) * _MIX2).view(np.int64)
+        task = int((np.uint64(h("t:" + state.task_name)) * _MIX2).view(np.int64))
+        verb = (table.verb[ids] * _MIX2).view(np.int64)
+    n, d, slots = len(ids), len(DENSE), CAND_SLOTS + 1
+    k_sparse = slots * len(ctx)
+    idx = np.empty((n, k_sparse + 4 * d), dtype=np.int64)
+    val = np.empty((n, k_sparse + 4 * d), dtype=np.float32)
+    cand = np.empty((n, slots), dtype=np.int64)
+    cand[:, :CAND_SLOTS] = table.mixed[ids]
+    cand[:, CAND_SLOTS] = table.task_keys(ids, state.task_description)
+    mask = np.ones((n, slots), dtype=np.float32)
+    mask[:, :CAND_SLOTS] = table.key_mask[ids]
+    np.bitwise_xor(cand[:, :, None], ctx[None, None, :], out=idx[:, :k_sparse].reshape(n, slots, -1))
+    val[:, :k_sparse].reshape(n, slots, -1)[:] = mask[:, :, None]
+    dense = dense_features(table, ids, state)
+    base = _DENSE_BASE
+    by_verb = base[None, :] ^ verb[:, None]
+    idx[:, k_sparse : k_sparse + d] = base[None, :]
+    idx[:, k_sparse + d : k_sparse + 2 * d] = (base ^ task)[None, :]
+    idx[:, k_sparse + 2 * d : k_sparse + 3 * d] = by_verb ^ 7
+    idx[:, k_sparse + 3 * d :] = by_verb ^ (task >> 3)
+    np.bitwise_and(idx, _MASK, out=idx)
+    for g in range(4):
+        val[:, k_sparse + g * d : k_sparse + (g + 1) * d] = dense
+    return idx, val

@@ -1,0 +1,131 @@
+"""The embedded imitation Swift: a hashed-feature listwise linear ranker (paper §3, Swift on CPU).
+
+SwiftSage's Swift is a fine-tuned Flan-T5 that generates the next action (``swift/t5.py``). This is
+the default stand-in that needs no GPU and no download: a linear scorer over the valid actions,
+trained by listwise imitation of gold trajectories (``fastslow train swift``). Its ~2 MB float16
+weights ship inside the package (``swift/weights/imitation.npz``). The confidence of a proposal is the softmax
+probability of the top candidate over all valid actions; retrieved AMM memories enter the score as
+dense features (``features.DENSE``: exact match with a success / near-miss / avoidance action and word
+overlap with good actions).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from fastslow.agents.state import Trajectory
+from fastslow.errors import UsageError
+from fastslow.swift.base import Candidate, MemoryHint, Proposal
+from fastslow.swift.features import (
+    DENSE,
+    N_BUCKETS,
+    ActionTable,
+    FloatArray,
+    SwiftState,
+    feature_index,
+    h,
+)
+
+ARTIFACT = "imitation.npz"
+
+#: Weights of the memory features. Gold trajectories carry no memories, so these cannot be learnt by
+#: imitation; they are set by hand: a success memory's action is a strong hint, an avoidance one a
+#: strong veto, a near-miss a weak hint.
+MEMORY_WEIGHTS = {"mem_success": 3.0, "mem_near_miss": 1.0, "mem_avoid": -4.0, "mem_overlap": 1.0}
+
+
+def dense_global_index(name: str) -> int:
+    """Index of the global weight of a dense feature (same hashing as ``feature_index``)."""
+    col = np.uint64(DENSE.index(name) + 1)
+    with np.errstate(over="ignore"):
+        return int((col * np.uint64(0x9E3779B97F4A7C15)) % np.uint64(N_BUCKETS))
+
+
+@dataclass
+class SwiftWeights:
+    w: FloatArray
+    focus_words: dict[str, set[str]] = field(default_factory=dict)
+    """Per task: words of the objects that gold paths focus on (the focus rule, ``swift/policy.py``)."""
+    meta: dict[str, object] = field(default_factory=dict)
+
+    def save(self, path: Path) -> None:
+        payload = {"focus_words": {k: sorted(v) for k, v in self.focus_words.items()}, "meta": self.meta}
+        w16 = self.w.astype(np.float16)
+        with path.open("wb") as fh:
+            np.savez_compressed(fh, w=w16, info=np.frombuffer(json.dumps(payload).encode(), dtype=np.uint8))
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> SwiftWeights:
+        """Load weights from ``path``, or the artifact shipped in the package."""
+        if path is None:
+            ref = resources.files("fastslow.swift") / "weights" / ARTIFACT
+            if not ref.is_file():
+                raise UsageError("the packaged Swift model is missing; build it with `fastslow train swift`")
+            with ref.open("rb") as fh:
+                return cls._from(np.load(fh))
+        if not path.is_file():
+            raise UsageError(f"Swift model not found: {path}")
+        with path.open("rb") as fh:
+            return cls._from(np.load(fh))
+
+    @classmethod
+    def _from(cls, arrays: np.lib.npyio.NpzFile) -> SwiftWeights:
+        payload = json.loads(bytes(arrays["info"]).decode())
+        return cls(
+            arrays["w"].astype(np.float32),
+            {k: set(v) for k, v in payload["focus_words"].items()},
+            payload["meta"],
+        )
+
+
+class ImitationSwift:
+    """The default ``Proposer``: ranks every valid action with the imitation-trained linear model."""
+
+    name = "imitation"
+
+    def __init__(self, weights: SwiftWeights | None = None, top_k: int = 5) -> None:
+        self.weights = weights if weights is not None else SwiftWeights.load()
+        self.top_k = top_k
+        self.table = ActionTable()
+
+    def score_state(self, state: SwiftState) -> FloatArray:
+        """Model score of every valid action of ``state`` (same order)."""
+        ids = self.table.ids(state.valid_actions)
+        idx, val = feature_index(self.table, ids, state)
+        scores: FloatArray = (self.weights.w[idx] * val).sum(axis=1)
+        return scores
+
+    def state_of(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> SwiftState:
+        state = SwiftState.from_trajectory(traj)
+        if memories:
+            state.memories = [(m.action, m.observation, m.tag) for m in memories]
+        return state
+
+    def propose(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> Proposal:
+        state = self.state_of(traj, memories)
+        if not state.valid_actions:
+            return Proposal((), 0.0)
+        return ranked(state.valid_actions, self.score_state(state), self.top_k)
+
+
+def ranked(actions: Sequence[str], scores: FloatArray, top_k: int) -> Proposal:
+    """Top-k candidates and the softmax probability of the best one over all actions."""
+    finite = np.isfinite(scores)
+    if not finite.any():
+        return Proposal((), 0.0)
+    k = min(top_k, int(finite.sum()))
+    order = np.argsort(-scores, kind="stable")[:k]
+    top = float(scores[order[0]])
+    probs = np.exp(scores[finite] - top)
+    confidence = float(1.0 / probs.sum())
+    return Proposal(tuple(Candidate(actions[i], float(scores[i])) for i in order), confidence)
+
+
+def task_key(task_name: str) -> int:
+    return h("t:" + task_name)

@@ -1,0 +1,101 @@
+"""Swift's own safety policy: what keeps an imitation policy out of trouble when it acts alone.
+
+SwiftSage's Swift never acts without Sage watching it; a Swift-only agent needs a few rules of its
+own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
+
+- **No-effect rule**: an action whose last execution changed nothing (no reward, same look and
+  inventory) is not repeated until the state changes. Waiting is exempt (time passes).
+- **Loop penalty**: every execution of an action in the last ``window`` steps lowers its score by
+  ``repeat_penalty``, so the agent does not oscillate between two states.
+- **Focus rule**: ``focus on X`` ends the episode with -100 when X is wrong, so Swift may focus only
+  on an object whose words all appear in the task description or among the objects gold paths of
+  this task focused on in training (only the former in tasks whose gold target is always named),
+  never on a room, never twice on the same thing, and never by answering an ambiguity prompt.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fastslow.env.scienceworld import StepResult
+from fastslow.swift.features import FloatArray, arguments, words
+
+_EXEMPT_PREFIXES = ("wait",)
+NAMED_ONLY = "<named-only>"
+"""Marker in a task's focus words: its gold focus target is always named in the task description."""
+
+
+@dataclass
+class SafetyPolicy:
+    """Re-scores a Swift proposal; one instance per episode (``reset`` clears it)."""
+
+    focus_words: dict[str, set[str]] = field(default_factory=dict)
+    repeat_penalty: float = 6.0
+    window: int = 10
+    focus_rule: bool = True
+    _blocked: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _recent: deque[str] = field(default_factory=lambda: deque(maxlen=50))
+    _focused: set[str] = field(default_factory=set)
+
+    def reset(self) -> None:
+        self._blocked.clear()
+        self._recent.clear()
+        self._focused.clear()
+
+    def focus_allowed(self, action: str, task_name: str, task_description: str, rooms: set[str]) -> bool:
+        target = action[len("focus on ") :]
+        if target in self._focused:
+            return False
+        base = (arguments(action) or [target])[0]
+        if base in rooms or target in rooms:
+            return False
+        learnt = self.focus_words.get(task_name, set())
+        allowed = set(words(task_description)) | (set() if NAMED_ONLY in learnt else learnt)
+        needed = words(base)
+        return bool(needed) and all(w in allowed for w in needed)
+
+    def adjust(
+        self,
+        actions: Sequence[str],
+        scores: FloatArray,
+        current: StepResult,
+        task_name: str,
+    ) -> FloatArray:
+        """Scores after the rules: vetoed actions get -inf, repeated ones a penalty."""
+        out = scores.copy()
+        fingerprint = (current.look, current.inventory)
+        recent = list(self._recent)[-self.window :]
+        counts: dict[str, int] = {}
+        for a in recent:
+            counts[a] = counts.get(a, 0) + 1
+        rooms = {a[len("teleport to ") :] for a in current.valid_actions if a.startswith("teleport to ")}
+        # After "focus on X" was ambiguous, a bare number would confirm a focus on an arbitrary object.
+        ambiguous_focus = bool(self._recent) and self._recent[-1].startswith("focus on ")
+        ambiguous_focus = ambiguous_focus and current.observation.startswith("Ambiguous request")
+        for i, action in enumerate(actions):
+            if (
+                (ambiguous_focus and action.isdigit())
+                or self._blocked.get(action) == fingerprint
+                or (
+                    self.focus_rule
+                    and action.startswith("focus on")
+                    and not self.focus_allowed(action, task_name, current.task_description, rooms)
+                )
+            ):
+                out[i] = -np.inf
+            n = counts.get(action)
+            if n:
+                out[i] -= self.repeat_penalty * n
+        return out
+
+    def observe(self, before: StepResult, action: str, after: StepResult) -> None:
+        self._recent.append(action)
+        if action.startswith("focus on "):
+            self._focused.add(action[len("focus on ") :])
+        unchanged = before.look == after.look and before.inventory == after.inventory
+        if after.reward == 0 and unchanged and not action.startswith(_EXEMPT_PREFIXES):
+            self._blocked[action] = (after.look, after.inventory)

@@ -1,0 +1,49 @@
+"""A fixture that plays one episode with a scripted Swift and Sage against real ScienceWorld."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from controller.helpers import Run, ScriptedSwift
+from fastslow.config import EnvConfig, RunConfig
+from fastslow.controller.config import ControllerConfig
+from fastslow.controller.controller import SwiftSageAgent
+from fastslow.controller.sage import Sage
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.eval.runner import run_episode
+from fastslow.events import ListSink
+from fastslow.models.base import Message
+from fastslow.models.scripted import ScriptedModel
+
+
+@pytest.fixture
+def play(env: ScienceWorldAdapter) -> Callable[..., Run]:
+    """Play one episode with a scripted Swift and Sage through the real runner."""
+
+    def _play(
+        swift: ScriptedSwift,
+        sage: Sequence[str] | Callable[[Sequence[Message]], str],
+        *,
+        task: int = 13,
+        variation: int = 0,
+        step_limit: int = 40,
+        **controller: Any,
+    ) -> Run:
+        cfg = ControllerConfig.model_validate(controller)
+        model = ScriptedModel(sage)
+        agent = SwiftSageAgent(swift, Sage(model, cfg.sage, cutoff=cfg.ground_cutoff), cfg)
+        config = RunConfig(name="test-controller", env=EnvConfig(step_limit=step_limit))
+        sink = ListSink()
+        try:
+            outcome = run_episode(env, agent, Episode(task, variation), config, sink)
+        finally:
+            env.step_limit = 300
+        run = Run(outcome, sink.events, agent, model)
+        run.steps = run.of("env_step")
+        return run
+
+    return _play

@@ -1,0 +1,74 @@
+"""A fixture that plays one episode through the controller with AMM / SRM switched on by config
+overrides, a scripted Swift, scripted Sage and Critic models, and real ScienceWorld."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from controller.helpers import Run
+from fastslow.config import load_config
+from fastslow.controller.controller import SwiftSageAgent
+from fastslow.controller.hooks import Modules
+from fastslow.controller.sage import Sage
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.eval.runner import run_episode
+from fastslow.events import ListSink
+from fastslow.memory.hooks import Amm
+from fastslow.memory.records import MemoryRecord
+from fastslow.memory.stores.sqlite import SqliteStore
+from fastslow.models.base import Message
+from fastslow.models.scripted import ScriptedModel
+from fastslow.swift.base import Proposer
+
+Reply = Sequence[str] | Callable[[Sequence[Message]], str]
+
+
+@pytest.fixture
+def play_modules(env: ScienceWorldAdapter, tmp_path: Path) -> Callable[..., Run]:
+    """Play one episode of the ``baseline`` config plus ``overrides`` (amm.path points into tmp_path)."""
+
+    def _play(
+        swift: Proposer,
+        sage: Reply = (),
+        *,
+        overrides: Sequence[str] = (),
+        memories: Sequence[MemoryRecord] = (),
+        critic: Reply = (),
+        task: int = 13,
+        variation: int = 0,
+        step_limit: int = 10,
+        store_name: str = "memory.sqlite",
+    ) -> Run:
+        path = tmp_path / store_name
+        config = load_config("baseline", [f"env.step_limit={step_limit}", f"amm.path={path}", *overrides])
+        amm = None
+        if config.amm.enabled:
+            store = SqliteStore(str(path))
+            store.add_many(list(memories))
+            amm = Amm(config.amm, store)
+        model = ScriptedModel(sage)
+        modules = Modules(config=config, amm=amm, critic_model=ScriptedModel(critic))
+        ctl = config.controller
+        agent = SwiftSageAgent(
+            swift,
+            Sage(model, ctl.sage, cutoff=ctl.ground_cutoff) if ctl.sage_enabled else None,
+            ctl,
+            modules=modules,
+            min_confidence=config.swift.min_confidence,
+        )
+        sink = ListSink()
+        try:
+            outcome = run_episode(env, agent, Episode(task, variation), config, sink)
+        finally:
+            env.step_limit = 300
+            if amm is not None:
+                amm.close()
+        run = Run(outcome, sink.events, agent, model)
+        run.steps = run.of("env_step")
+        return run
+
+    return _play

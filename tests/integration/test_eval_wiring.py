@@ -1,0 +1,73 @@
+"""``evaluate`` with the modules on: the SRM and AMM counters land in metrics.json (``mechanisms``), and
+the AMM warm-up plays into DIR/warmup, stays out of the metrics, resumes, and is the only writer of a
+frozen store. The fast-pathway config swift-amm-srm (imitation Swift, rules Critic) needs no LLM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastslow.config import load_config
+from fastslow.env.episodes import Episode
+from fastslow.errors import UsageError
+from fastslow.eval.evaluate import evaluate, run_warmup
+from fastslow.events import MemoryWrite, read_events
+
+
+def test_mechanism_counters_and_warmup_excluded_from_metrics(tmp_path: Path) -> None:
+    store = tmp_path / "memory.sqlite"
+    config = load_config("swift-amm-srm", ["env.step_limit=12", f"amm.path={store}", "amm.mode=frozen"])
+    out = tmp_path / "run"
+    metrics = evaluate(
+        config, [Episode(13, 0)], out, warmup=True, warmup_episodes=[Episode(17, 0), Episode(13, 1)]
+    )
+    warm_logs = sorted(p.name for p in (out / "warmup" / "events").glob("*.jsonl"))
+    assert warm_logs == sorted(f"{e.episode_id}.jsonl" for e in (Episode(17, 0), Episode(13, 1)))
+    main_id = Episode(13, 0).episode_id
+    assert sorted(p.name for p in (out / "events").glob("*.jsonl")) == [f"{main_id}.jsonl"]
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["episodes"] == metrics["episodes"] == 1
+    assert [r["episode_id"] for r in saved["episode_results"]] == [main_id]
+    srm, memory = saved["mechanisms"]["srm"], saved["mechanisms"]["memory"]
+    steps = saved["episode_results"][0]["steps"]
+    # Gate-1 saw every executed action (and any it dropped).
+    assert srm["episodes"] == 1 and sum(srm["gate_outcomes"].values()) >= steps >= 1
+    assert memory["episodes"] == 1 and "triggers_per_episode" in memory
+    # frozen: the warm-up episodes wrote what they found worth keeping, the evaluation episode nothing.
+    main = list(read_events(out / "events" / f"{main_id}.jsonl"))
+    assert not [e for e in main if isinstance(e, MemoryWrite)]
+    warm = [e for p in (out / "warmup" / "events").glob("*.jsonl") for e in read_events(p)]
+    assert [e for e in warm if isinstance(e, MemoryWrite)]
+    assert next(e for e in warm if e.event == "episode_start").config["controller"]["warmup"] is True
+    # resumable: a rerun skips the finished warm-up episodes
+    assert run_warmup(config, out, [Episode(17, 0), Episode(13, 1)]) == []
+
+
+def test_warmup_needs_amm(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"amm\.enabled"):
+        run_warmup(load_config("swift-srm"), tmp_path / "o", [Episode(13, 0)])
+
+
+@pytest.mark.slow
+def test_cli_eval_warmup_plays_the_warmup_set(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["eval", "--config", "swift-amm", "--set", "test", "--tasks", "13", "--limit-per-task", "1"]
+    args += [
+        "-o",
+        "env.step_limit=2",
+        "-o",
+        f"amm.path={tmp_path / 'm.sqlite'}",
+        "--warmup",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", *args], capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((out / "warmup" / "events").glob("*.jsonl"))) == 60
+    assert json.loads((out / "metrics.json").read_text())["episodes"] == 1

@@ -1,0 +1,24 @@
+"""Play real ScienceWorld actions the way the controller will: step, record, then the AMM hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastslow.agents.state import Trajectory
+from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.env.tasks import get_task
+from fastslow.memory.hooks import AmmHooks
+
+
+def start(env: ScienceWorldAdapter, task: int, variation: int, gold: bool = False) -> Trajectory:
+    result = env.reset(task, variation, gold=gold)
+    return Trajectory(task, get_task(task).name, variation, result.task_description, result)
+
+
+def play(env: ScienceWorldAdapter, traj: Trajectory, hooks: AmmHooks, actions: Sequence[str]) -> StepResult:
+    for action in actions:
+        prev = traj.current
+        result = env.step(action)
+        traj.record(action, "test", result)
+        hooks.after_step(traj, action, prev, result)
+    return traj.current

@@ -1,0 +1,223 @@
+"""SRM Gate-1 on real ScienceWorld states: a table of cases (normalize, every repair rule, every drop
+reason) and a property test (whatever Gate-1 lets through is in the valid set)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fastslow.events import GateDecision, GateOutcome, ListSink
+from fastslow.reflection.config import GateConfig
+from fastslow.reflection.gate import Gate1, GateConstraints
+from fastslow.reflection.normalize import apply_aliases, normalize, strip_qualifiers
+from reflection.helpers import State
+
+A, R, D = GateOutcome.ACCEPT, GateOutcome.REPAIR, GateOutcome.DROP
+
+# (state, proposed action, outcome, rule or reason, action let through)
+CASES: list[tuple[str, str, GateOutcome, str, str]] = [
+    # hallway of chemistry-mix (salt water), nothing done yet
+    ("mix:hallway", "look around", A, "exact", "look around"),
+    ("mix:hallway", "Look Around.", R, "normalize", "look around"),
+    ("mix:hallway", "  look   around  ", R, "normalize", "look around"),
+    ("mix:hallway", "look at the picture", R, "normalize", "look at picture"),
+    ("mix:hallway", "LOOK AT PICTURE!", R, "normalize", "look at picture"),
+    ("mix:hallway", "look", R, "alias", "look around"),
+    ("mix:hallway", "examine picture", R, "alias", "look at picture"),
+    ("mix:hallway", "inspect the picture", R, "alias", "look at picture"),
+    ("mix:hallway", "go to kitchen", A, "exact", "go to kitchen"),
+    ("mix:hallway", "go to the kitchen", R, "normalize", "go to kitchen"),
+    ("mix:hallway", "go to foundry", R, "teleport", "teleport to foundry"),
+    ("mix:hallway", "walk to the bathroom", R, "teleport", "teleport to bathroom"),
+    ("mix:hallway", "goto outside", R, "teleport", "teleport to outside"),
+    ("mix:hallway", "teleport to kitchen", A, "exact", "teleport to kitchen"),
+    ("mix:hallway", "teleport to kitchn", R, "fuzzy", "teleport to kitchen"),
+    ("mix:hallway", "teleport to the workshp", R, "fuzzy", "teleport to workshop"),
+    ("mix:hallway", "put down the orange", R, "normalize", "put down orange"),
+    ("mix:hallway", "drop orange", R, "alias", "put down orange"),
+    ("mix:hallway", "move picture to the workshop", R, "normalize", "move picture to workshop"),
+    ("mix:hallway", "put picture in workshop", R, "alias", "move picture to workshop"),
+    ("mix:hallway", "inventory", A, "exact", "inventory"),
+    ("mix:hallway", "i", R, "alias", "inventory"),
+    ("mix:hallway", "check inventory", R, "alias", "inventory"),
+    ("mix:hallway", "wait1", A, "exact", "wait1"),
+    ("mix:hallway", "wait 1", R, "alias", "wait1"),
+    ("mix:hallway", "", D, "empty", ""),
+    ("mix:hallway", "...", D, "empty", ""),
+    ("mix:hallway", "the", D, "empty", ""),
+    ("mix:hallway", "open door to kitchen", D, "not_admissible", ""),
+    ("mix:hallway", "fly to the moon", D, "not_admissible", ""),
+    ("mix:hallway", "focus on the picture", D, "focus_not_allowed", ""),
+    ("mix:hallway", "focus on air", D, "focus_not_allowed", ""),
+    ("mix:hallway", "focus on kitchen", D, "focus_not_allowed", ""),
+    # kitchen of chemistry-mix, tin cup in the inventory
+    ("mix:kitchen", "pick up thermometer", A, "exact", "pick up thermometer"),
+    ("mix:kitchen", "take thermometer", R, "alias", "pick up thermometer"),
+    ("mix:kitchen", "get the thermometer.", R, "alias", "pick up thermometer"),
+    ("mix:kitchen", "grab soap", R, "alias", "pick up soap"),
+    ("mix:kitchen", "pick up orange", R, "qualifier", "pick up orange in bowl"),
+    ("mix:kitchen", "Pick up the orange", R, "qualifier", "pick up orange in bowl"),
+    (
+        "mix:kitchen",
+        "pick up cup containing nothing",
+        R,
+        "qualifier",
+        "pick up cup containing nothing in table",
+    ),
+    ("mix:kitchen", "focus on orange", D, "ambiguous", ""),
+    ("mix:kitchen", "move apple to cup containing nothing", D, "ambiguous", ""),
+    ("mix:kitchen", "move the apple into the cupboard", R, "alias", "move apple to cupboard"),
+    ("mix:kitchen", "place banana in cupboard", R, "alias", "move banana to cupboard"),
+    ("mix:kitchen", "pick up thermometr", R, "fuzzy", "pick up thermometer"),
+    ("mix:kitchen", "pick up sodium chlorid", R, "fuzzy", "pick up sodium chloride"),
+    ("mix:kitchen", "open the fridge", R, "normalize", "open fridge"),
+    ("mix:kitchen", "open refrigerator", D, "not_admissible", ""),
+    ("mix:kitchen", "teleport to the living room", R, "normalize", "teleport to living room"),
+    ("mix:kitchen", "go to bedroom", R, "teleport", "teleport to bedroom"),
+    ("mix:kitchen", "go to hallway", A, "exact", "go to hallway"),
+    ("mix:kitchen", "focus on salt water", D, "not_admissible", ""),
+    ("mix:kitchen", "focus on sodium chloride", D, "focus_not_allowed", ""),
+    ("mix:kitchen", "focus on cup containing nothing in inventory", D, "focus_not_allowed", ""),
+    # ready to finish chemistry-mix: salt water made
+    ("mix:ready", "focus on salt water", A, "exact", "focus on salt water"),
+    ("mix:ready", "Focus on the salt water.", R, "normalize", "focus on salt water"),
+    ("mix:ready", "focus salt water", R, "alias", "focus on salt water"),
+    ("mix:ready", "focus on salt watr", D, "not_admissible", ""),
+    ("mix:ready", "focus on instructions to make salt water", D, "focus_not_allowed", ""),  # the recipe
+    # measure-melting-point: thermometer focused (1 of 3)
+    ("melt:focus1", "focus on chocolate", A, "exact", "focus on chocolate"),
+    ("melt:focus1", "focus on thermometer", D, "repeated_focus", ""),
+    ("melt:focus1", "focus on thermometer in inventory", D, "repeated_focus", ""),
+    # ... then chocolate focused (2 of 3)
+    ("melt:focus2", "focus on chocolate", D, "repeated_focus", ""),
+    ("melt:focus2", "focus on blue box", A, "exact", "focus on blue box"),
+    ("melt:focus2", "focus on the orange box", R, "normalize", "focus on orange box"),
+    ("melt:focus2", "focus on potato", D, "focus_not_allowed", ""),
+    ("melt:focus2", "focus on kitchen", D, "focus_not_allowed", ""),
+    ("melt:focus2", "focus on inventory", D, "focus_not_allowed", ""),
+    ("melt:focus2", "move chocolate to the metal pot", R, "normalize", "move chocolate to metal pot"),
+    # find-animal, outside: the target is not named in the task, so any object may be focused
+    ("animal:outside", "focus on dove", A, "exact", "focus on dove"),
+    ("animal:outside", "focus on the dove", R, "normalize", "focus on dove"),
+    ("animal:outside", "focus on outside", D, "focus_not_allowed", ""),
+    ("animal:outside", "pick up dove", A, "exact", "pick up dove"),
+    ("animal:outside", "go to kitchen", A, "exact", "go to kitchen"),
+]
+
+
+@pytest.mark.parametrize(("key", "proposed", "outcome", "code", "final"), CASES)
+def test_gate_table(
+    states: dict[str, State], key: str, proposed: str, outcome: GateOutcome, code: str, final: str
+) -> None:
+    state = states[key]
+    decision = Gate1().check(proposed, state.result, state.traj, source="swift")
+    got_code = decision.reason if outcome is D else decision.rule
+    assert (decision.outcome, got_code, decision.action) == (outcome, code, final), decision.detail
+    if decision.accepted:
+        assert decision.action in state.result.valid_actions
+    assert decision.original == proposed and decision.step == state.result.steps
+
+
+def test_table_is_large_and_covers_every_rule_and_reason() -> None:
+    assert len(CASES) >= 60
+    rules = {c[3] for c in CASES if c[2] is not D}
+    reasons = {c[3] for c in CASES if c[2] is D}
+    assert rules == {"exact", "normalize", "alias", "teleport", "qualifier", "fuzzy"}
+    assert reasons >= {"empty", "not_admissible", "ambiguous", "repeated_focus", "focus_not_allowed"}
+
+
+def test_constraints_focus_limit_and_avoid(states: dict[str, State]) -> None:
+    state = states["melt:focus2"]
+    gate = Gate1()
+    limited = gate.check("focus on blue box", state.result, state.traj, GateConstraints(focus_limit=2))
+    assert (limited.outcome, limited.reason) == (D, "focus_limit")
+    kitchen = states["mix:kitchen"]
+    avoid = GateConstraints(avoid=frozenset({"pick up apple"}))
+    for proposed in ("pick up apple", "Take the apple"):
+        d = gate.check(proposed, kitchen.result, kitchen.traj, avoid)
+        assert (d.outcome, d.reason) == (D, "avoided")
+    # The configured limit applies when the controller passes none: one focus, already used.
+    one = Gate1(GateConfig(focus_limit=1)).check(
+        "focus on chocolate", states["melt:focus1"].result, states["melt:focus1"].traj
+    )
+    assert (one.outcome, one.reason) == (D, "focus_limit")
+
+
+def test_rules_and_focus_rules_can_be_switched_off(states: dict[str, State]) -> None:
+    state = states["mix:hallway"]
+    strict = Gate1(GateConfig(repairs=[]))
+    assert strict.check("Look Around.", state.result, state.traj).reason == "not_admissible"
+    no_fuzzy = Gate1(GateConfig(repairs=["normalize", "alias", "teleport", "qualifier"]))
+    assert no_fuzzy.check("teleport to kitchn", state.result, state.traj).reason == "not_admissible"
+    free = Gate1(GateConfig(focus_rules=False))
+    assert free.check("focus on air", state.result, state.traj).outcome is A
+
+
+def test_decisions_are_logged_with_source(states: dict[str, State]) -> None:
+    state = states["mix:hallway"]
+    sink = ListSink()
+    gate = Gate1(sink=sink)
+    gate.check("look", state.result, state.traj, source="sage")
+    gate.check("fly", state.result, state.traj, source="critic")
+    events = [e for e in sink.events if isinstance(e, GateDecision)]
+    assert [(e.source, e.outcome, e.rule or e.reason) for e in events] == [
+        ("sage", R, "alias"),
+        ("critic", D, "not_admissible"),
+    ]
+
+
+# -- property: whatever Gate-1 lets through is in the valid set --------------------------------------
+def _perturb(action: str, rng: random.Random, valid: tuple[str, ...]) -> str:
+    kind = rng.randrange(8)
+    words = action.split(" ")
+    if kind == 0:
+        return action.upper()
+    if kind == 1:
+        return "  " + action.replace(" ", "   ") + " . "
+    if kind == 2 and len(words) > 1:
+        cut = 2 if words[1] in {"up", "at", "on", "to", "in", "down"} else 1
+        return " ".join([*words[:cut], "the", *words[cut:]]) + "!"
+    if kind == 3 and len(action) > 6:
+        i = rng.randrange(len(action))
+        return action[:i] + action[i + 1 :]  # a typo: one character missing
+    if kind == 4:
+        return action.replace("pick up", "take").replace("look at", "examine").replace("teleport to", "go to")
+    if kind == 5 and " in " in action:
+        return action.split(" in ", 1)[0]  # qualifier dropped
+    if kind == 6:
+        return rng.choice(valid) + " " + rng.choice(valid)  # garbage
+    return action
+
+
+def test_property_let_through_is_always_valid(states: dict[str, State]) -> None:
+    rng = random.Random(7)
+    checked = repaired = 0
+    for state in states.values():
+        gate = Gate1()
+        valid = state.result.valid_actions
+        valid_set = set(valid)
+        for action in rng.sample(valid, min(250, len(valid))):
+            proposed = _perturb(action, rng, valid)
+            d = gate.check(proposed, state.result, state.traj)
+            checked += 1
+            if d.accepted:
+                assert d.action in valid_set, (proposed, d)
+                repaired += d.outcome is R
+            # Pure case / spacing / punctuation changes of a valid action are always recovered
+            # (unless two valid actions share the canonical form, or a focus rule refuses it).
+            same_form = [v for v in valid if normalize(v) == normalize(proposed)]
+            if same_form == [action] and not action.startswith("focus on"):
+                assert d.action == action, (proposed, d)
+    assert checked > 1000 and repaired > 100
+
+
+def test_normalize_helpers() -> None:
+    assert normalize("  Pick UP the Thermometer. ") == "pick up thermometer"
+    assert normalize("focus on green-blue paint") == "focus on green-blue paint"
+    assert apply_aliases("put cup in sink") == "move cup to sink"
+    assert apply_aliases("pour water in cup") == "pour water into cup"
+    assert apply_aliases("put down cup") == "put down cup"
+    assert apply_aliases("focus on salt water") == "focus on salt water"
+    assert strip_qualifiers("focus on water in metal pot") == "focus on water"
+    assert strip_qualifiers("move cup in inventory to sink in kitchen") == "move cup to sink"

@@ -1,0 +1,28 @@
+"""Fixtures for Swift tests: a tiny gold dataset replayed from one real train episode."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.tasks import get_task
+from fastslow.swift.data import episode_file, replay_episode, write_manifest
+
+#: identify-life-stages-2: a 14-step gold path.
+GOLD_TASK = 13
+
+
+@pytest.fixture(scope="session")
+def gold_dir(env: ScienceWorldAdapter, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gold")
+    variation = get_task(GOLD_TASK).variations["train"][0]
+    rows, _ = replay_episode(env, GOLD_TASK, variation)
+    with gzip.open(episode_file(out, GOLD_TASK, variation), "wt", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    write_manifest(out, "train", 1, "easy")
+    return out

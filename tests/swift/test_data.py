@@ -1,0 +1,78 @@
+"""Gold-trajectory dataset: path rewriting, label matching, replay, and the train-only rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fastslow.env.tasks import all_tasks
+from fastslow.errors import UsageError
+from fastslow.swift.data import (
+    build_gold,
+    match_valid,
+    read_rows,
+    rewrite_for_easy,
+    select_train_variations,
+)
+from fastslow.swift.imitation import SwiftWeights
+from fastslow.swift.train import label_of
+
+
+def test_rewrite_for_easy_teleports_and_drops_doors() -> None:
+    gold = ["open door to kitchen", "go to kitchen", "go to hallway", "go to outside", "pick up seed"]
+    assert rewrite_for_easy(gold) == ["teleport to outside", "pick up seed"]
+
+
+def test_renames_match_valid_spellings() -> None:
+    valid = ["look at beaker", "pick up seed", "pour cup into pot"]
+    assert match_valid("examine beaker", valid) == "look at beaker"
+    assert match_valid("pick up seed in inventory", valid) == "pick up seed"
+    assert match_valid("pour cup in kitchen in pot", valid) == "pour cup into pot"
+    assert match_valid("open door to kitchen", valid) is None
+
+
+def test_label_of_drops_life_stage_wording() -> None:
+    valid = ["focus on apple tree in pot 5", "focus on apple tree in pot 6", "focus on apple seed"]
+    assert (
+        label_of("focus on apple tree in the adult stage in pot 6", valid) == "focus on apple tree in pot 6"
+    )
+
+
+def test_selection_holds_only_train_variations() -> None:
+    """Dev and test variations never enter training data."""
+    chosen = select_train_variations(per_task=10)
+    assert {t for t, _ in chosen} == set(range(30))
+    for task_id, variation in chosen:
+        assert all_tasks()[task_id].split_of(variation) == "train"
+
+
+def test_packaged_model_was_trained_on_train_variations_only() -> None:
+    meta = SwiftWeights.load().meta
+    episodes = meta["episodes"]
+    assert isinstance(episodes, list) and episodes
+    for episode in episodes:
+        task_id, variation = (int(x) for x in str(episode).split("-"))
+        assert all_tasks()[task_id].split_of(variation) == "train", episode
+
+
+def test_only_train_split_is_accepted(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="train split"):
+        build_gold(tmp_path, split="dev")
+
+
+def test_gold_rows_carry_swift_inputs(gold_dir: Path) -> None:
+    rows = list(read_rows(gold_dir))
+    assert len(rows) >= 10
+    first, last = rows[0], rows[-1]
+    assert first["history"] == [] and first["score"] == 0
+    for key in ("task_description", "moves", "look", "inventory", "visited_rooms", "valid_actions"):
+        assert key in first
+    assert len(last["history"]) <= 10 and last["history"][-1]["action"] == rows[-2]["gold_action"]
+    labelled = [r for r in rows if label_of(r["gold_action"], r["valid_actions"])]
+    assert len(labelled) >= 0.8 * len(rows)
+    manifest = json.loads((gold_dir / "manifest.json").read_text())
+    assert manifest["examples"] == len(rows)
+    assert manifest["examples_per_task"] == {"13": len(rows)}
+    assert manifest["scienceworld_version"]

@@ -1,0 +1,81 @@
+"""Embedded imitation Swift: training, proposals, memories, speed (paper §3, Swift)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fastslow.agents.state import Trajectory
+from fastslow.bench.swift import bench_swift
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.tasks import get_task
+from fastslow.swift.data import read_rows
+from fastslow.swift.features import SwiftState
+from fastslow.swift.imitation import ImitationSwift, SwiftWeights
+from fastslow.swift.policy import SafetyPolicy
+from fastslow.swift.train import TrainSettings, accuracy, load_examples, train
+
+
+@dataclass(frozen=True)
+class Hint:
+    action: str
+    observation: str
+    tag: str
+
+
+def test_training_fits_gold_actions_and_roundtrips(gold_dir: Path, tmp_path: Path) -> None:
+    weights, report = train(gold_dir, TrainSettings(epochs=4))
+    assert report["labelled"] >= 10
+    path = tmp_path / "w.npz"
+    weights.save(path)
+    loaded = SwiftWeights.load(path)
+    swift = ImitationSwift(loaded)
+    examples, focus, _ = load_examples(gold_dir, swift.table)
+    assert accuracy(loaded.w, swift.table, examples) >= 0.9
+    assert focus["identify-life-stages-2"]
+    # The gold action of every training step is proposed first.
+    rows = list(read_rows(gold_dir))
+    state = SwiftState.from_row(rows[1])
+    top = state.valid_actions[int(np.argmax(swift.score_state(state)))]
+    assert top == rows[1]["label"]
+
+
+def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) -> None:
+    task = get_task(0)
+    variation = task.variations["test"][0]
+    first = env.reset(0, variation)
+    traj = Trajectory(0, task.name, variation, first.task_description, first)
+    swift = ImitationSwift(top_k=5)
+    proposal = swift.propose(traj)
+    assert len(proposal.candidates) == 5
+    assert all(c.action in first.valid_actions for c in proposal.candidates)
+    scores = [c.score for c in proposal.candidates]
+    assert scores == sorted(scores, reverse=True)
+    assert 0.0 < proposal.confidence <= 1.0
+
+
+def test_memories_change_the_ranking(env: ScienceWorldAdapter) -> None:
+    task = get_task(0)
+    first = env.reset(0, task.variations["test"][0])
+    traj = Trajectory(0, task.name, 0, first.task_description, first)
+    swift = ImitationSwift(top_k=3)
+    plain = swift.propose(traj)
+    top = plain.candidates[0].action
+    # An avoidance memory on the top action pushes it down ...
+    avoided = swift.propose(traj, [Hint(top, "nothing happened", "avoidance")])
+    assert avoided.candidates[0].action != top
+    # ... and a success memory on a low-ranked action lifts its score.
+    low = next(a for a in first.valid_actions if a not in {c.action for c in plain.candidates})
+    state = SwiftState.from_trajectory(traj)
+    i = first.valid_actions.index(low)
+    before = float(swift.score_state(state)[i])
+    state.memories = [(low, "it worked", "success")]
+    assert float(swift.score_state(state)[i]) >= before + 3.0
+
+
+def test_bench_swift_reports_percentiles() -> None:
+    result = bench_swift(ImitationSwift(top_k=50), SafetyPolicy(), n_actions=800, decisions=20)
+    assert result["valid_actions"] == 800
+    assert 0 < result["p50_ms"] <= result["p95_ms"] <= result["max_ms"]

@@ -1,0 +1,67 @@
+"""Swift-only safety policy: no-effect rule, loop penalty, focus rule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastslow.env.scienceworld import StepResult
+from fastslow.events import EndState
+from fastslow.swift.policy import SafetyPolicy
+
+VALID = ("teleport to kitchen", "teleport to greenhouse", "open oven", "focus on kitchen", "wait1")
+
+
+def result(look: str = "This room is called the kitchen.", reward: int = 0, inv: str = "") -> StepResult:
+    return StepResult(
+        observation="",
+        score=0,
+        reward=reward,
+        moves=0,
+        steps=0,
+        look=look,
+        inventory=inv,
+        task_description="Your task is to boil water. Focus on the substance.",
+        valid_actions=VALID,
+        end=EndState.RUNNING,
+    )
+
+
+def test_no_effect_action_is_not_repeated_until_state_changes() -> None:
+    policy = SafetyPolicy()
+    before = result()
+    policy.observe(before, "open oven", before)
+    scores = policy.adjust(["open oven", "wait1"], np.array([5.0, 1.0], dtype=np.float32), before, "boil")
+    assert scores[0] == -np.inf
+    changed = result(look="This room is called the kitchen. A pot.")
+    scores = policy.adjust(["open oven", "wait1"], np.array([5.0, 1.0], dtype=np.float32), changed, "boil")
+    assert np.isfinite(scores[0])
+
+
+def test_waiting_is_exempt_but_penalised_when_repeated() -> None:
+    policy = SafetyPolicy(repeat_penalty=1.5)
+    state = result()
+    policy.observe(state, "wait1", state)
+    policy.observe(state, "wait1", state)
+    scores = policy.adjust(["wait1"], np.array([5.0], dtype=np.float32), state, "boil")
+    assert scores[0] == 5.0 - 2 * 1.5
+
+
+def test_focus_rule() -> None:
+    policy = SafetyPolicy(focus_words={"boil": {"water"}})
+    state = result()
+    actions = ["focus on water", "focus on substance in pot", "focus on kitchen", "focus on oven"]
+    scores = policy.adjust(actions, np.zeros(4, dtype=np.float32), state, "boil")
+    # Named in training / in the task: allowed. A room, or an object named nowhere: vetoed.
+    assert np.isfinite(scores[0]) and np.isfinite(scores[1])
+    assert scores[2] == -np.inf and scores[3] == -np.inf
+    policy.observe(state, "focus on water", state)
+    assert policy.adjust(["focus on water"], np.zeros(1, dtype=np.float32), state, "boil")[0] == -np.inf
+
+
+def test_no_number_answers_an_ambiguous_focus() -> None:
+    policy = SafetyPolicy()
+    state = result()
+    policy.observe(state, "focus on substance", state)
+    asked = StepResult(**{**state.__dict__, "observation": "Ambiguous request: Please enter the number"})
+    scores = policy.adjust(["0", "wait1"], np.zeros(2, dtype=np.float32), asked, "boil")
+    assert scores[0] == -np.inf and np.isfinite(scores[1])

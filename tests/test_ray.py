@@ -1,0 +1,33 @@
+"""The Ray executor: same episodes and metrics schema as the local executor (local ray.init, 2 CPUs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fastslow.config import load_config
+from fastslow.env.episodes import select_episodes
+from fastslow.eval.evaluate import evaluate
+
+pytest.importorskip("ray")
+
+
+def _shape(value: object) -> object:
+    """The key structure of a metrics payload, without its numbers."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items() if k not in ("per_task", "episode_results")}
+    return type(value).__name__ if value is not None else "None"
+
+
+def test_ray_executor_matches_local(tmp_path: Path) -> None:
+    config = load_config("oracle")
+    episodes = select_episodes("test", tasks="7,17,19", limit_per_task=1)
+    local = evaluate(config, episodes, tmp_path / "local")
+    on_ray = evaluate(config, episodes, tmp_path / "ray", workers=2, executor="ray")
+    ids = sorted(r["episode_id"] for r in local["episode_results"])
+    assert sorted(r["episode_id"] for r in on_ray["episode_results"]) == ids
+    assert sorted(p.stem for p in (tmp_path / "ray" / "events").glob("*.jsonl")) == ids
+    assert _shape(on_ray) == _shape(local)
+    assert on_ray["mean_score"] == local["mean_score"] == 100
+    assert set(on_ray["per_task"]) == set(local["per_task"])
