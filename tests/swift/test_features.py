@@ -1,4 +1,4 @@
-"""Imitation Swift features: action parsing and the feature matrix."""
+"""Imitation Swift features: action parsing, the feature matrix, the thermometer answer-box feature."""
 
 from __future__ import annotations
 
@@ -11,6 +11,24 @@ from fastslow.swift.features import (
     feature_index,
     verb_of,
 )
+
+TASK = (
+    "Your task is to measure the melting point of chocolate. First, focus on the thermometer. "
+    "If the melting point of chocolate is above 50.0 degrees celsius, focus on the blue box. "
+    "If the melting point of chocolate is below 50.0 degrees celsius, focus on the orange box."
+)
+ACTIONS = ["focus on blue box", "focus on orange box", "open oven"]
+
+
+def state(history: list[tuple[str, str, int]]) -> SwiftState:
+    return SwiftState("measure-melting-point-known-substance", TASK, 0, "", "", history, [], ACTIONS)
+
+
+def box_columns(st: SwiftState) -> list[tuple[float, float]]:
+    table = ActionTable()
+    x = dense_features(table, table.ids(ACTIONS), st)
+    agree, unmeasured = DENSE.index("box_agrees"), DENSE.index("box_unmeasured")
+    return [(float(r[agree]), float(r[unmeasured])) for r in x]
 
 
 def test_parsing() -> None:
@@ -33,3 +51,18 @@ def test_feature_matrix_shapes_and_overlap() -> None:
     assert x[2, DENSE.index("visited_room")] == 1.0
     idx, val = feature_index(table, ids, st)
     assert idx.shape == val.shape and idx.min() >= 0
+
+
+def test_box_feature_reads_the_thermometer_against_the_threshold() -> None:
+    # No reading yet: both boxes are unmeasured, other actions untouched.
+    assert box_columns(state([])) == [(0.0, 1.0), (0.0, 1.0), (0.0, 0.0)]
+    # A solid at 20 degrees proves nothing about a 50-degree threshold ...
+    solid_low = [("use thermometer on chocolate", "the thermometer measures a temperature of 20 degrees", 0)]
+    assert box_columns(state(solid_low))[0] == (0.0, 1.0)
+    # ... a solid at 60 proves "above", and a liquid at 40 means "below".
+    solid_high = [("use thermometer on chocolate", "the thermometer measures a temperature of 60 degrees", 0)]
+    assert box_columns(state(solid_high))[:2] == [(1.0, 0.0), (-1.0, 0.0)]
+    liquid = [
+        ("use thermometer on liquid chocolate", "the thermometer measures a temperature of 40 degrees", 0)
+    ]
+    assert box_columns(state(liquid))[:2] == [(-1.0, 0.0), (1.0, 0.0)]

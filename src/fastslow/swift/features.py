@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fastslow.agents.state import Trajectory, room_of
+from fastslow.swift.answer_box import box_features
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -65,6 +66,8 @@ DENSE = (
     "mem_near_miss",
     "mem_avoid",
     "mem_overlap",
+    "box_agrees",
+    "box_unmeasured",
 )
 """Dense features, in column order."""
 
@@ -318,6 +321,7 @@ def dense_features(table: ActionTable, ids: IntArray, state: SwiftState) -> Floa
         good = " ".join(a for a, _, t in state.memories if t != "avoidance")
         if good:
             x[:, 11] = _overlap(table, ids, good)
+    box_features(table, ids, state, x)
     return x
 
 
