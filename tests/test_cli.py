@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,19 @@ def test_run_shows_live_view_and_writes_log(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "oracle" in proc.stdout and "success" in proc.stdout and "score 100" in proc.stdout
     assert len(list((tmp_path / "r" / "events").glob("*.jsonl"))) == 1
+
+
+def test_unreachable_model_server_fails_before_any_episode(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "o"
+    proc = fastslow(
+        "eval", "--config", "baseline", "--set", "test", "--tasks", "7", "--limit-per-task", "1",
+        "-o", "sage.model.kind=openai", "-o", "sage.model.model=qwen",
+        "-o", f"sage.model.base_url=http://127.0.0.1:{port}/v1", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.strip()
+    assert f"127.0.0.1:{port}/v1 is not answering" in err and len(err.splitlines()) == 1
+    assert not out.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -206,7 +207,10 @@ def bench_memory(
                 store.close()
         if "postgres" in stores:
             progress("postgres (tsvector + GIN, ts_rank)")
-            result["postgres"] = _bench_postgres(sizes, n_queries, pg_dsn, Path(tmp) / "pg", progress)
+            # The cluster directory sits directly under the system temp dir: initdb runs as the
+            # postgres user, who cannot enter this process's private (0700) temp directory.
+            pg_dir = Path(tempfile.mkdtemp(prefix="fastslow-bench-pg-"))
+            result["postgres"] = _bench_postgres(sizes, n_queries, pg_dsn, pg_dir, progress)
     return result
 
 
@@ -233,4 +237,6 @@ def _bench_postgres(
         return {"error": str(exc)}
     finally:
         if started:
-            stop_postgres(workdir)
+            stop_postgres(workdir)  # stops the cluster and deletes its directory
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)

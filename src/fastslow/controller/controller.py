@@ -40,6 +40,7 @@ from fastslow.events import (
     SwiftProposal,
 )
 from fastslow.models import make_model
+from fastslow.models.config import ModelConfig
 from fastslow.swift.base import Proposal, Proposer
 
 log = logging.getLogger(__name__)
@@ -319,13 +320,35 @@ class SwiftSageAgent:
         return self._from_buffer(grounder, result) or "sage's actions were all invalid"
 
 
+def required_models(config: RunConfig) -> dict[str, ModelConfig]:
+    """The language models a swiftsage config will call, by role (sage, critic)."""
+    if config.agent.kind != "swiftsage":
+        return {}
+    models = {"sage": config.sage.model} if config.controller.sage_enabled else {}
+    srm = config.srm
+    if srm.enabled and srm.stagnation.enabled and srm.critic.enabled and config.critic.kind == "llm":
+        models["critic"] = config.critic.model
+    return models
+
+
+def check_models(config: RunConfig) -> None:
+    """Fail fast, before any episode starts, if a model the config needs cannot answer
+    (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key)."""
+    checked: list[ModelConfig] = []
+    for model_cfg in required_models(config).values():
+        if model_cfg not in checked:
+            make_model(model_cfg).check_available()
+            checked.append(model_cfg)
+
+
 def build_swiftsage(config: RunConfig) -> SwiftSageAgent:
     """The agent of a run config: ``swift:`` proposer, ``sage.model``, ``controller:`` rules, and the
     modules the config switches on (``amm:``, ``srm:`` + ``critic:``, ``controller.swift_policy``)."""
     from fastslow.swift import make_policy, make_proposer
 
     ctl = config.controller
-    sage_model = make_model(config.sage.model) if ctl.sage_enabled else None
+    needed = required_models(config)
+    sage_model = make_model(needed["sage"]) if "sage" in needed else None
     sage = (
         Sage(sage_model, ctl.sage, max_actions=ctl.buffer.size, cutoff=ctl.ground_cutoff)
         if sage_model is not None
@@ -333,10 +356,10 @@ def build_swiftsage(config: RunConfig) -> SwiftSageAgent:
     )
     srm = config.srm
     critic_model = None
-    if srm.enabled and srm.stagnation.enabled and srm.critic.enabled and config.critic.kind == "llm":
+    if "critic" in needed:
         # One model per process: the Critic shares Sage's when both name the same model.
-        same = sage_model is not None and config.critic.model == config.sage.model
-        critic_model = sage_model if same else make_model(config.critic.model)
+        same = sage_model is not None and needed["critic"] == config.sage.model
+        critic_model = sage_model if same else make_model(needed["critic"])
     modules = Modules(
         config=config if srm.enabled else None,
         amm=process_amm(config.amm) if config.amm.enabled else None,

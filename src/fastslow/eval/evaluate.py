@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from fastslow.config import RunConfig
+from fastslow.controller.controller import check_models
 from fastslow.env.episodes import Episode
 from fastslow.errors import UsageError
 from fastslow.eval.executors import EXECUTORS, run_episodes
@@ -87,6 +88,7 @@ def evaluate(
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if executor not in EXECUTORS:
         raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
+    check_models(config)  # a model server that is down fails here, before anything is written
     if warmup:
         run_warmup(
             config,
