@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine (see README):
-#   make demo   - create .venv, install everything, run the main job on embedded defaults
+#   make demo   - create .venv, install fastslow + the embedded LLM, run the full system on 2 episodes + report
 #   make test   - same install plus dev tools, then ruff, mypy and pytest (what .ci/run calls)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -30,8 +30,12 @@ install: $(STAMP)
 
 install-dev: $(DEV_STAMP)
 
+# The full system (SwiftSage + AMM + SRM on the embedded models) on two short test episodes, then the
+# HTML report: about 3 minutes on 2 cores. Rerunning resumes (finished episodes are skipped).
 demo: install
-	$(VENV)/bin/fastslow run --config oracle --task 13 --variation 0
+	$(VENV)/bin/fastslow eval --config full --set test --tasks 13,17 --limit-per-task 1 --workers 2 \
+		-o env.step_limit=30 -o amm.path=runs/demo/memory.sqlite --out runs/demo
+	$(VENV)/bin/fastslow report runs/demo
 
 lint: install-dev
 	$(VENV)/bin/ruff check src tests

@@ -11,6 +11,7 @@ object with the same file and settings (Sage and Critic included); a lock serial
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import threading
 import time
@@ -57,6 +58,16 @@ class _Loaded:
 
 _CACHE: dict[tuple[str, int, int], _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the models while llama.cpp's bindings still exist; left to ``Llama.__del__`` at interpreter
+    teardown they raise (and print) a TypeError once the library's globals are gone."""
+    with _CACHE_LOCK:
+        for loaded in _CACHE.values():
+            loaded.llama.close()
+        _CACHE.clear()
 
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
