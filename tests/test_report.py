@@ -30,7 +30,7 @@ def test_report_files(run_dir: Path, tmp_path: Path) -> None:
     names = {p.name for p in tmp_path.iterdir()}
     assert {"report.md", "main.csv", "per_task.csv", "groups.csv", "per_task.png", "groups.png"} <= names
     md = (tmp_path / "report.md").read_text()
-    assert "| oracle | 2 | 100.00 | 100.00% |" in md
+    assert "| oracle | 2 | 100.00 | 100.00-100.00 | 100.00% |" in md
     assert "lifespan-longest-lived" in (tmp_path / "per_task.csv").read_text()
     assert html_path.read_text().count("<table") >= 6
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+import numpy as np
+
 from fastslow.env.tasks import get_task
 from fastslow.events import (
     CriticCall,
@@ -107,6 +109,37 @@ def _block(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     }
 
 
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def bootstrap_ci(
+    by_task: dict[int, list[EpisodeSummary]], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> dict[str, list[float]]:
+    """95% percentile-bootstrap intervals of the macro mean score and success rate.
+
+    Episodes are resampled with replacement within each task (the tasks are fixed by the protocol), then
+    averaged per task and over tasks exactly as the point estimates are. Seeded: same logs, same interval.
+    """
+    if not by_task:
+        return {}
+    rng = np.random.default_rng(seed)
+    score_means = np.zeros(resamples)
+    success_means = np.zeros(resamples)
+    for eps in by_task.values():
+        scores = np.array([e.score for e in eps])
+        successes = np.array([float(e.success) for e in eps])
+        idx = rng.integers(0, len(eps), size=(resamples, len(eps)))
+        score_means += scores[idx].mean(axis=1)
+        success_means += successes[idx].mean(axis=1)
+    n_tasks = len(by_task)
+
+    def interval(values: np.ndarray[Any, Any]) -> list[float]:
+        lo, hi = np.percentile(values / n_tasks, [2.5, 97.5])
+        return [round(float(lo), 4), round(float(hi), 4)]
+
+    return {"mean_score": interval(score_means), "success_rate": interval(success_means)}
+
+
 def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     """The metrics.json payload: headline macro means plus per-task and per-group breakdowns."""
     by_task: dict[int, list[EpisodeSummary]] = defaultdict(list)
@@ -145,6 +178,7 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
         "success_rate": macro(all_ids, "success_rate"),
         "success_rate_micro": _mean(float(e.success) for e in episodes),
         "steps_at_success": _mean(e.steps for e in episodes if e.success),
+        "ci95": bootstrap_ci(by_task),
         "failures": sum(e.end is EndState.FAILURE for e in episodes),
         "errors": sum(e.end is EndState.ERROR for e in episodes),
         "end_states": dict(sorted(ends.items())),

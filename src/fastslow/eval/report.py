@@ -57,12 +57,13 @@ Table = tuple[list[str], list[list[str]]]
 
 
 def main_table(runs: list[Run]) -> Table:
-    head = ["config", "episodes", "mean score", "success", "Steps@Succ", "-100 failures", "errors"]
+    head = ["config", "episodes", "mean score", "95% CI", "success", "Steps@Succ", "-100 failures", "errors"]
     rows = [
         [
             r.name,
             _fmt(r.metrics["episodes"]),
             _fmt(r.metrics["mean_score"]),
+            "-".join(_fmt(float(v)) for v in r.metrics.get("ci95", {}).get("mean_score", [])) or "-",
             _fmt(r.metrics["success_rate"], pct=True),
             _fmt(r.metrics["steps_at_success"]),
             _fmt(r.metrics["failures"]),
