@@ -13,8 +13,8 @@ import pytest
 from fastslow.config import RunConfig, load_config
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.errors import UsageError
-from fastslow.eval.metrics import srm_usage_dir
-from fastslow.events import EndState, EpisodeEnd, FanOut, GateDecision, JsonlWriter, ListSink
+from fastslow.eval.metrics import srm_usage
+from fastslow.events import EndState, EpisodeEnd, FanOut, GateDecision, JsonlWriter, ListSink, read_events
 from fastslow.reflection.srm import Srm
 from reflection.helpers import act, start
 
@@ -52,7 +52,7 @@ def test_loop_with_gate_detector_and_rules_critic(env: ScienceWorldAdapter, tmp_
     assert {t.source for t in traj.turns} >= {"swift", "critic"}
     decisions = [e for e in memory.events if isinstance(e, GateDecision)]
     assert len(decisions) > 15  # drops cost checks, never env steps
-    usage = srm_usage_dir(log.parent)
+    usage = srm_usage([read_events(log)])
     assert usage["episodes"] == 1
     assert usage["gate_drops_by_reason"]["not_admissible"] >= 5
     assert usage["stagnation_by_pattern"].get("repeated_action", 0) >= 1

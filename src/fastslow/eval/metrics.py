@@ -88,11 +88,6 @@ def summarize_log(path: Path) -> EpisodeSummary | None:
     )
 
 
-def summarize_dir(events_dir: Path) -> list[EpisodeSummary]:
-    summaries = (summarize_log(p) for p in sorted(events_dir.glob("*.jsonl")))
-    return [s for s in summaries if s is not None]
-
-
 def _mean(values: Iterable[float]) -> float | None:
     vals = list(values)
     return round(fmean(vals), 4) if vals else None
@@ -232,11 +227,6 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     }
 
 
-def controller_usage_dir(events_dir: Path) -> dict[str, Any]:
-    """``controller_usage`` over every episode log in a run's events folder."""
-    return controller_usage(iter_events(p) for p in sorted(events_dir.glob("*.jsonl")))
-
-
 MEMORY_TAGS = ("success", "near-miss", "avoidance")
 MEMORY_TRIGGERS = ("T1", "T2", "T3", "T4")
 MEMORY_TARGETS = ("swift", "sage", "critic")
@@ -301,11 +291,6 @@ def memory_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "injections_per_episode": {t: mean(lambda r, t=t: r["injections"][t]) for t in MEMORY_TARGETS},
         "fallbacks_per_episode": mean(lambda r: sum(r["fallbacks"].values())),
     }
-
-
-def memory_usage_dir(events_dir: Path) -> dict[str, Any]:
-    """``memory_usage`` over every episode log in a run's events folder."""
-    return memory_usage(iter_events(p) for p in sorted(events_dir.glob("*.jsonl")))
 
 
 def srm_episode(events: Iterable[Event]) -> dict[str, Any]:
@@ -383,11 +368,6 @@ def srm_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "critic_calls_per_episode": mean(lambda r: r["critic_calls"]),
         "critic_effective_calls_per_episode": mean(lambda r: r["critic_effective_calls"]),
     }
-
-
-def srm_usage_dir(events_dir: Path) -> dict[str, Any]:
-    """``srm_usage`` over every episode log in a run's events folder."""
-    return srm_usage(iter_events(p) for p in sorted(events_dir.glob("*.jsonl")))
 
 
 def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> dict[str, Any]:
