@@ -108,6 +108,14 @@ def eval_(
             "--warmup", help="First fill AMM's store with the warmup set (60 episodes) into DIR/warmup."
         ),
     ] = False,
+    warmup_config: Annotated[
+        str | None,
+        typer.Option(
+            "--warmup-config",
+            help="Config whose agent plays the warm-up (e.g. swift-amm: minutes instead of hours with the "
+            "embedded LLM); the store and salience gate stay the run's own. Needs --warmup.",
+        ),
+    ] = None,
 ) -> None:
     """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json."""
     from fastslow.env.episodes import select_episodes
@@ -117,11 +125,19 @@ def eval_(
     selected = select_episodes(set_name, tasks, variations, limit_per_task)
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    if warmup_config is not None and not warmup:
+        raise UsageError("--warmup-config chooses who plays the warm-up: add --warmup")
     if warmup:
+        from fastslow.controller.controller import check_models
         from fastslow.eval.evaluate import run_warmup
 
-        console.print(f"warm-up: filling the memory store into {out / 'warmup'}")
-        done = run_warmup(cfg, out, workers=workers, executor=executor, ray_address=ray_address)
+        check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
+        player = _config(warmup_config, []) if warmup_config else None
+        console.print(
+            f"warm-up: filling the memory store into {out / 'warmup'}"
+            + (f" (played by {player.name})" if player else "")
+        )
+        done = run_warmup(cfg, out, agent=player, workers=workers, executor=executor, ray_address=ray_address)
         console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
     metrics = eval_with_progress(cfg, selected, out, console, workers, executor, ray_address)
     headline = {k: metrics[k] for k in ("episodes", "mean_score", "success_rate", "steps_at_success")}

@@ -47,6 +47,25 @@ def test_mechanism_counters_and_warmup_excluded_from_metrics(tmp_path: Path) -> 
     assert run_warmup(config, out, [Episode(17, 0), Episode(13, 1)]) == []
 
 
+def test_warmup_played_by_another_config_writes_the_runs_store(tmp_path: Path) -> None:
+    """``--warmup-config swift-amm``: the fast pathway plays the warm-up of an LLM config (amm) into the
+    amm config's own store - no Sage model is loaded for it."""
+    store = tmp_path / "amm.sqlite"
+    config = load_config("amm", [f"amm.path={store}", "amm.write.small_reward=2"])
+    player = load_config("swift-amm", ["env.step_limit=12", f"amm.path={tmp_path / 'other.sqlite'}"])
+    done = run_warmup(config, tmp_path / "run", [Episode(17, 0)], agent=player)
+    assert [o.episode for o in done] == [Episode(17, 0)]
+    events = list(read_events(tmp_path / "run" / "warmup" / "events" / f"{Episode(17, 0).episode_id}.jsonl"))
+    start = next(e for e in events if e.event == "episode_start")
+    assert start.config_name == "swift-amm"
+    assert start.config["amm"] == config.amm.model_dump(mode="json")
+    assert start.config["controller"]["sage_enabled"] is False and start.config["env"]["step_limit"] == 12
+    writes = [e for e in events if isinstance(e, MemoryWrite)]
+    assert writes and store.exists() and not (tmp_path / "other.sqlite").exists()
+    played = json.loads((tmp_path / "run" / "warmup" / "run.json").read_text())
+    assert played["played_by"] == "swift-amm"
+
+
 def test_warmup_needs_amm(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"amm\.enabled"):
         run_warmup(load_config("swift-srm"), tmp_path / "o", [Episode(13, 0)])

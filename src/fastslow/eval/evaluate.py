@@ -5,7 +5,8 @@ DIR layout:
   run.json         command, versions, git commit, episode list
   events/*.jsonl   one event log per episode (``<task>-<variation>.jsonl``)
   metrics.json     computed from events/ when the run finishes
-  warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics)
+  warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics);
+                   warmup/run.json says which configuration played them
 
 Episodes run on ``workers`` processes, each owning one ScienceWorld JVM. Episodes whose log already
 ends with ``episode_end`` are skipped, so rerunning the same command after a crash or ``kill -9``
@@ -76,13 +77,14 @@ def evaluate(
     on_episode: Callable[[EpisodeOutcome | None, int, int], None] | None = None,
     warmup: bool = False,
     warmup_episodes: list[Episode] | None = None,
+    warmup_agent: RunConfig | None = None,
 ) -> dict[str, Any]:
     """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics,
     also written to metrics.json.
 
     ``on_episode(outcome, done, total)`` is called after each episode (outcome None = already done).
     ``warmup``: first play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup
-    (``run_warmup``).
+    (``run_warmup``), with ``warmup_agent`` playing them when given.
     """
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
@@ -94,6 +96,7 @@ def evaluate(
             config,
             out,
             warmup_episodes,
+            agent=warmup_agent,
             workers=workers,
             retries=retries,
             executor=executor,
@@ -150,13 +153,20 @@ def run_warmup(
     out: Path,
     episodes: list[Episode] | None = None,
     *,
+    agent: RunConfig | None = None,
     workers: int = 1,
     retries: int = 2,
     executor: str = "local",
     ray_address: str | None = None,
 ) -> list[EpisodeOutcome]:
-    """AMM warm-up (paper §4): play the ``warmup`` set (2 train variations per task, 60 episodes) with
-    the run's own configuration so the memory store holds records before the evaluation starts.
+    """AMM warm-up (paper §4): play the ``warmup`` set (2 train variations per task, 60 episodes) so the
+    memory store holds records before the evaluation starts.
+
+    By default the run's own configuration plays the warm-up, as in the paper. ``agent`` swaps in
+    another configuration's agent (env, Swift, Sage, controller, SRM) while keeping the run's ``amm``
+    section - same store, salience gate and record format - e.g. the fast pathway ``swift-amm``, which
+    fills the store in about a minute where the embedded LLM needs hours on 2 cores. The records are
+    then those the fast pathway found worth keeping (a different memory regime; README says which).
 
     Logs go to DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes
     are skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
@@ -165,14 +175,33 @@ def run_warmup(
 
     if not config.amm.enabled:
         raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
-    if config.agent.kind != "swiftsage":
-        raise UsageError(f"--warmup needs agent.kind swiftsage (the one with AMM), not {config.agent.kind}")
+    player = agent if agent is not None else config
+    if player.agent.kind != "swiftsage":
+        raise UsageError(
+            f"--warmup needs agent.kind swiftsage (the one with AMM), not {player.agent.kind} "
+            f"(config {player.name})"
+        )
     chosen = episodes if episodes is not None else select_episodes("warmup", None, None, None)
     target = out / WARMUP_DIR
     prepare_out_dir(target)
     events_dir = target / "events"
     todo = [e for e in chosen if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
-    warm = config.model_copy(update={"controller": config.controller.model_copy(update={"warmup": True})})
+    warm = player.model_copy(
+        update={
+            "amm": config.amm,
+            "controller": player.controller.model_copy(update={"warmup": True}),
+        }
+    )
+    if agent is not None:
+        check_models(warm)
+    _write_json(
+        target / "run.json",
+        {
+            "played_by": warm.name,
+            "store": config.amm.model_dump(mode="json"),
+            "episodes": [str(e) for e in chosen],
+        },
+    )
     outcomes: list[EpisodeOutcome] = []
     run_episodes(
         warm,
