@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from fastslow.events import EpisodeStart, read_events
+
 FASTSLOW = [sys.executable, "-m", "fastslow.cli"]
 
 
@@ -36,6 +38,9 @@ def test_episode_counts() -> None:
         (["eval", "--set", "bogus", "--out", "{tmp}/o"], "unknown episode set"),
         (["eval", "--set", "test", "--tasks", "7", "--out", "/etc/hostname/sub"], "--out /etc/hostname/sub"),
         (["episodes", "--set", "test", "--tasks", "x"], "bad task selection"),
+        (["eval", "--tasks", "7", "--seeds", "1,1", "--out", "{tmp}/o"], "repeated seed"),
+        (["eval", "--tasks", "7", "--seeds", "a", "--out", "{tmp}/o"], "bad seed selection"),
+        (["eval", "--config", "amm", "--warmup-config", "swift-amm", "--out", "{tmp}/o"], "add --warmup"),
         (["run", "--task", "7"], "Missing option '--variation'"),
         (["run", "--task", "7", "--variation", "abc"], "Invalid value for '--variation'"),
     ],
@@ -101,3 +106,26 @@ def test_unreachable_model_server_fails_before_any_episode(tmp_path: Path) -> No
     err = proc.stderr.strip()
     assert f"127.0.0.1:{port}/v1 is not answering" in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def test_eval_seeds_play_each_episode_once_per_seed(tmp_path: Path) -> None:
+    out = tmp_path / "seeded"
+    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "7,13", "--limit-per-task", "1"]
+    proc = fastslow(*args, "--seeds", "3-4", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    ids = sorted(p.stem for p in (out / "events").glob("*.jsonl"))
+    assert len(ids) == 4 and {i.rsplit("-", 1)[1] for i in ids} == {"s3", "s4"}
+    assert metrics["episodes"] == 4 and metrics["per_task"]["7"]["episodes"] == 2
+    seeds = metrics["seeds"]
+    assert seeds["seeds"] == [3, 4] and seeds["per_seed"]["3"] == {
+        "episodes": 2,
+        "mean_score": 100.0,
+        "success_rate": 1.0,
+    }
+    assert seeds["mean_score"] == {"mean": 100.0, "std": 0.0}
+    for path in (out / "events").glob("*.jsonl"):
+        start = next(e for e in read_events(path) if isinstance(e, EpisodeStart))
+        assert start.seed is not None and path.stem.endswith(f"-s{start.seed}")
+        # the seed reaches the models that sample
+        assert start.config["sage"]["model"]["seed"] == start.seed == start.config["critic"]["model"]["seed"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import replace
+
 from fastslow.eval.metrics import EpisodeSummary, compute_metrics
 from fastslow.events import EndState
 
@@ -32,3 +35,21 @@ def test_bootstrap_interval_collapses_without_variance_and_is_reproducible() -> 
     assert compute_metrics(eps)["ci95"] == {"mean_score": [100.0, 100.0], "success_rate": [1.0, 1.0]}
     mixed = [_ep(7, v, 100 if v % 2 else 0) for v in range(6)]
     assert compute_metrics(mixed)["ci95"] == compute_metrics(mixed)["ci95"]
+
+
+def test_seed_spread_is_the_per_seed_macro_mean_and_its_std() -> None:
+    def seeded(task: int, variation: int, score: int, seed: int) -> EpisodeSummary:
+        episode_id = f"{task:02d}-{variation:04d}-s{seed}"
+        return replace(_ep(task, variation, score), episode_id=episode_id, seed=seed)
+
+    # seed 0: task 7 -> 100, task 8 -> (50 + 0) / 2 = 25 -> macro 62.5; seed 1: 100 and 50 -> 75.
+    eps = [seeded(7, 1, 100, 0), seeded(8, 1, 50, 0), seeded(8, 2, -100, 0)]
+    eps += [seeded(7, 1, 100, 1), seeded(8, 1, 50, 1), seeded(8, 2, 50, 1)]
+    m = compute_metrics(eps)
+    spread = m["seeds"]
+    assert spread["per_seed"]["0"] == {"episodes": 3, "mean_score": 62.5, "success_rate": 0.5}
+    assert spread["per_seed"]["1"]["mean_score"] == 75.0
+    assert spread["mean_score"] == {"mean": 68.75, "std": round(statistics.stdev([62.5, 75.0]), 4)}
+    # the headline pools the seeds within each task: task 8 = (50 + 0 + 50 + 50) / 4
+    assert m["per_task"]["8"]["mean_score"] == 37.5 and m["mean_score"] == (100 + 37.5) / 2
+    assert "seeds" not in compute_metrics([_ep(7, 1, 100)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import shutil
 import subprocess
 import tempfile
@@ -11,7 +12,7 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes
+from fastslow.env.episodes import select_episodes, with_seeds
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import write_report
 
@@ -29,10 +30,20 @@ def test_report_files(run_dir: Path, tmp_path: Path) -> None:
     html_path = write_report([run_dir], tmp_path)
     names = {p.name for p in tmp_path.iterdir()}
     assert {"report.md", "main.csv", "per_task.csv", "groups.csv", "per_task.png", "groups.png"} <= names
+    assert "mechanisms.png" in names and "seeds.csv" not in names
     md = (tmp_path / "report.md").read_text()
     assert "| oracle | 2 | 100.00 | 100.00-100.00 | 100.00% |" in md
     assert "lifespan-longest-lived" in (tmp_path / "per_task.csv").read_text()
     assert html_path.read_text().count("<table") >= 6
+
+
+def test_report_seeds_table(run_dir: Path, tmp_path: Path) -> None:
+    seeded = tmp_path / "seeded"
+    episodes = with_seeds(select_episodes("test", tasks="7", limit_per_task=1), [0, 1])
+    evaluate(load_config("oracle"), episodes, seeded)
+    write_report([run_dir, seeded], tmp_path / "report")
+    rows = list(csv.reader((tmp_path / "report" / "seeds.csv").open()))
+    assert rows[1:] == [["oracle (seeded)", "2", "100.00 ± 0.00", "100.00% ± 0.00%", "0: 100.00, 1: 100.00"]]
 
 
 def test_report_cli_rejects_unfinished_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -116,13 +116,23 @@ def eval_(
             "embedded LLM); the store and salience gate stay the run's own. Needs --warmup.",
         ),
     ] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--seeds",
+            help="Play every episode once per seed, e.g. 0-2 (seeds the Sage/Critic models; metrics.json "
+            "gets per-seed scores and their mean and std).",
+        ),
+    ] = None,
 ) -> None:
     """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json."""
-    from fastslow.env.episodes import select_episodes
+    from fastslow.env.episodes import parse_int_ranges, select_episodes, with_seeds
     from fastslow.eval.live import eval_with_progress
 
     cfg = _config(config, override)
     selected = select_episodes(set_name, tasks, variations, limit_per_task)
+    if seeds is not None:
+        selected = with_seeds(selected, parse_int_ranges(seeds, "seed"))
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if warmup_config is not None and not warmup:
@@ -141,6 +151,8 @@ def eval_(
         console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
     metrics = eval_with_progress(cfg, selected, out, console, workers, executor, ray_address)
     headline = {k: metrics[k] for k in ("episodes", "mean_score", "success_rate", "steps_at_success")}
+    if "seeds" in metrics:
+        headline["mean_score_over_seeds"] = metrics["seeds"]["mean_score"]
     console.print(f"metrics written to {out / 'metrics.json'}")
     print(json.dumps(headline))
 

@@ -125,6 +125,15 @@ class RunConfig(StrictModel):
     amm: AmmConfig = AmmConfig()
     """AMM (adaptive episodic memory, paper §3.1) settings; off unless ``amm.enabled``."""
 
+    def with_seed(self, seed: int) -> RunConfig:
+        """This configuration with every sampling model (Sage, Critic) seeded with ``seed``.
+
+        Swift, Gate-1, the stagnation detector and AMM are deterministic, so at temperature 0 the spread
+        between seeds is ScienceWorld's own nondeterminism; above 0 it is also the models' sampling."""
+        sage = self.sage.model_copy(update={"model": self.sage.model.model_copy(update={"seed": seed})})
+        critic = self.critic.model_copy(update={"model": self.critic.model.model_copy(update={"seed": seed})})
+        return self.model_copy(update={"sage": sage, "critic": critic})
+
 
 CONFIG_PACKAGE = "fastslow.configs"
 

@@ -15,6 +15,7 @@ from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.errors import UsageError
 from fastslow.eval.evaluate import evaluate, run_warmup
+from fastslow.eval.report import MECHANISM_BARS, load_run, mechanism_values
 from fastslow.events import MemoryWrite, read_events
 
 
@@ -37,6 +38,10 @@ def test_mechanism_counters_and_warmup_excluded_from_metrics(tmp_path: Path) -> 
     # Gate-1 saw every executed action (and any it dropped).
     assert srm["episodes"] == 1 and sum(srm["gate_outcomes"].values()) >= steps >= 1
     assert memory["episodes"] == 1 and "triggers_per_episode" in memory
+    # the report's mechanism-activity figure plots these very counters
+    bars = dict(zip([label for label, _ in MECHANISM_BARS], mechanism_values(load_run(out)), strict=True))
+    assert bars["Gate-1 drops"] == srm["gate_drops_per_episode"]
+    assert bars["T1 triggers"] == memory["triggers_per_episode"]["T1"]
     # frozen: the warm-up episodes wrote what they found worth keeping, the evaluation episode nothing.
     main = list(read_events(out / "events" / f"{main_id}.jsonl"))
     assert not [e for e in main if isinstance(e, MemoryWrite)]

@@ -5,6 +5,7 @@
 - ``warmup``: the first 2 train variations of each task (60 episodes) that fill AMM's store.
 - ``train``: every train variation; ``all``: every variation of every task.
 Explicit selections narrow a set: ``--tasks 0,3,5-8``, ``--variations 0-2``, ``--limit-per-task N``.
+``--seeds 0-2`` plays every selected episode once per seed (``with_seeds``).
 """
 
 from __future__ import annotations
@@ -24,13 +25,26 @@ WARMUP_PER_TASK = 2
 class Episode:
     task_id: int
     variation: int
+    seed: int | None = None
+    """Sampling seed of the models playing it (``config.with_seed``); None = the config's own."""
 
     @property
     def episode_id(self) -> str:
-        return f"{self.task_id:02d}-{self.variation:04d}"
+        base = f"{self.task_id:02d}-{self.variation:04d}"
+        return base if self.seed is None else f"{base}-s{self.seed}"
 
     def __str__(self) -> str:
-        return f"{self.task_id} {self.variation}"
+        return f"{self.task_id} {self.variation}" + ("" if self.seed is None else f" seed {self.seed}")
+
+
+def with_seeds(episodes: list[Episode], seeds: list[int]) -> list[Episode]:
+    """Every episode once per seed, seed by seed (so a partial run covers every task of the first
+    seeds). Duplicate seeds are an error: the episode ids would collide."""
+    if len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds has a repeated seed: {seeds}")
+    if any(s < 0 for s in seeds):
+        raise UsageError(f"--seeds must be >= 0, got {seeds}")
+    return [Episode(e.task_id, e.variation, seed) for seed in seeds for e in episodes]
 
 
 def parse_int_ranges(text: str, what: str) -> list[int]:

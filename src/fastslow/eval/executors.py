@@ -1,6 +1,6 @@
 """Where episodes run: in this process, on local worker processes, or as Ray actors (paper §4 at scale).
 
-Each worker owns one ScienceWorld JVM and one agent and reuses them across episodes; every episode
+Each worker owns one ScienceWorld JVM and one agent (per seed) and reuses them across episodes; every episode
 writes its own event log, so workers never share a file. An episode the environment broke (the JVM
 died) is retried with a fresh JVM a bounded number of times; each failed attempt's log is kept in
 ``events/failed/``. With Ray, DIR must be on storage every node can write (a shared filesystem).
@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from fastslow.agents import make_agent
+from fastslow.agents import Agent, make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -33,18 +33,26 @@ class _Worker:
         self.config, self.events_dir, self.retries = config, events_dir, retries
         env_cfg = config.env
         self.env = ScienceWorldAdapter(env_cfg.simplification, env_cfg.step_limit, env_cfg.jvm_timeout_s)
-        self.agent = make_agent(config)
+        self.agents: dict[int | None, tuple[RunConfig, Agent]] = {None: (config, make_agent(config))}
+
+    def _agent(self, seed: int | None) -> tuple[RunConfig, Agent]:
+        """The agent for one seed, built on first use; loaded local models are shared between them."""
+        if seed not in self.agents:
+            seeded = self.config.with_seed(seed) if seed is not None else self.config
+            self.agents[seed] = (seeded, make_agent(seeded))
+        return self.agents[seed]
 
     def play(self, episode: Episode) -> EpisodeOutcome:
         """Play one episode into its log; an episode the environment broke (JVM died) is retried with
         a fresh JVM, and each failed attempt's log is kept under events/failed/ for the record."""
         path = self.events_dir / f"{episode.episode_id}.jsonl"
+        config, agent = self._agent(episode.seed)
         attempt = 0
         while True:
             attempt += 1
             path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
             with JsonlWriter(path) as writer:
-                outcome = run_episode(self.env, self.agent, episode, self.config, writer)
+                outcome = run_episode(self.env, agent, episode, config, writer)
             if outcome.end is not EndState.ERROR or attempt > self.retries:
                 return outcome
             failed = self.events_dir / "failed"

@@ -54,6 +54,7 @@ class EpisodeSummary:
     steps: int
     wall_s: float
     error: str | None
+    seed: int | None = None
 
     @property
     def success(self) -> bool:
@@ -85,6 +86,7 @@ def summarize_log(path: Path) -> EpisodeSummary | None:
         steps=end.steps,
         wall_s=end.wall_s,
         error=end.error,
+        seed=start.seed,
     )
 
 
@@ -135,8 +137,41 @@ def bootstrap_ci(
     return {"mean_score": interval(score_means), "success_rate": interval(success_means)}
 
 
+def seed_spread(episodes: list[EpisodeSummary]) -> dict[str, Any]:
+    """With ``--seeds``: the headline macro means of each seed's episodes, and their mean and sample
+    standard deviation over seeds (the spread researchers report as mean ± std)."""
+    by_seed: dict[int, list[EpisodeSummary]] = defaultdict(list)
+    for ep in episodes:
+        if ep.seed is not None:
+            by_seed[ep.seed].append(ep)
+    per_seed: dict[str, dict[str, Any]] = {}
+    for seed in sorted(by_seed):
+        by_task: dict[int, list[EpisodeSummary]] = defaultdict(list)
+        for ep in by_seed[seed]:
+            by_task[ep.task_id].append(ep)
+        per_seed[str(seed)] = {
+            "episodes": len(by_seed[seed]),
+            "mean_score": _mean(fmean(e.score for e in eps) for eps in by_task.values()),
+            "success_rate": _mean(fmean(float(e.success) for e in eps) for eps in by_task.values()),
+        }
+
+    def spread(key: str) -> dict[str, float | None]:
+        values = [row[key] for row in per_seed.values() if row[key] is not None]
+        std = round(float(np.std(values, ddof=1)), 4) if len(values) > 1 else None
+        return {"mean": _mean(values), "std": std}
+
+    return {
+        "seeds": [int(s) for s in per_seed],
+        "per_seed": per_seed,
+        "mean_score": spread("mean_score"),
+        "success_rate": spread("success_rate"),
+    }
+
+
 def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
-    """The metrics.json payload: headline macro means plus per-task and per-group breakdowns."""
+    """The metrics.json payload: headline macro means plus per-task and per-group breakdowns; with seeded
+    episodes also ``seeds`` (per-seed headline and its spread). The headline pools every seed's
+    episodes of a task into that task's mean."""
     by_task: dict[int, list[EpisodeSummary]] = defaultdict(list)
     for ep in episodes:
         by_task[ep.task_id].append(ep)
@@ -165,6 +200,7 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     ends: dict[str, int] = defaultdict(int)
     for ep in episodes:
         ends[ep.end.value] += 1
+    seeded = any(e.seed is not None for e in episodes)
     return {
         "episodes": len(episodes),
         "tasks": len(per_task),
@@ -178,6 +214,7 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
         "errors": sum(e.end is EndState.ERROR for e in episodes),
         "end_states": dict(sorted(ends.items())),
         "wall_s_per_episode": _mean(e.wall_s for e in episodes),
+        **({"seeds": seed_spread(episodes)} if seeded else {}),
         "per_group": per_group,
         "per_task": per_task,
         "episode_results": [asdict(e) | {"end": e.end.value} for e in episodes],

@@ -1,9 +1,10 @@
 """``fastslow report DIR [DIR ...]``: the paper's tables and figures from finished runs (paper §5, App. B-E).
 
 Everything is read from each run's ``metrics.json`` and event logs: main results, per-task scores,
-Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/cost, as markdown and
-CSV; matplotlib figures; and one self-contained HTML file with a trajectory viewer (every step with
-its source, the mechanism events around it, and the score).
+Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/cost (and the spread
+over seeds of ``--seeds`` runs), as markdown and CSV; matplotlib figures (per-task scores, groups,
+mechanism activity); and one self-contained HTML file with a trajectory viewer (every step with its
+source, the mechanism events around it, and the score).
 """
 
 from __future__ import annotations
@@ -116,6 +117,58 @@ def success_table(runs: list[Run]) -> Table:
     return head, rows
 
 
+def seeds_table(runs: list[Run]) -> Table:
+    """Runs made with ``--seeds``: each seed's macro mean score, and mean ± std over seeds."""
+    head = ["config", "seeds", "mean score (mean ± std)", "success (mean ± std)", "score per seed"]
+    rows = []
+    for r in runs:
+        seeds = r.metrics.get("seeds")
+        if not seeds:
+            continue
+
+        def spread(key: str, pct: bool, seeds: dict[str, Any] = seeds) -> str:
+            mean, std = seeds[key]["mean"], seeds[key]["std"]
+            return f"{_fmt(mean, pct)} ± {_fmt(std, pct)}"
+
+        per_seed = ", ".join(f"{s}: {_fmt(row['mean_score'])}" for s, row in seeds["per_seed"].items())
+        rows.append(
+            [
+                r.name,
+                str(len(seeds["seeds"])),
+                spread("mean_score", False),
+                spread("success_rate", True),
+                per_seed,
+            ]
+        )
+    return head, rows
+
+
+#: The mechanism counters of the activity figure (paper Appendix D), as (label, path in metrics.json).
+MECHANISM_BARS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("memory writes", ("memory", "writes_per_episode")),
+    ("T1 triggers", ("memory", "triggers_per_episode", "T1")),
+    ("T4 triggers", ("memory", "triggers_per_episode", "T4")),
+    ("Swift injections", ("memory", "injections_per_episode", "swift")),
+    ("Sage injections", ("memory", "injections_per_episode", "sage")),
+    ("Gate-1 drops", ("srm", "gate_drops_per_episode")),
+    ("Gate-1 repairs", ("srm", "gate_repairs_per_episode")),
+    ("stagnation reports", ("srm", "stagnation_reports_per_episode")),
+    ("Critic calls", ("srm", "critic_calls_per_episode")),
+    ("effective Critic calls", ("srm", "critic_effective_calls_per_episode")),
+)
+
+
+def mechanism_values(run: Run) -> list[float]:
+    """Per-episode means of ``MECHANISM_BARS`` for one run (0 where a mechanism never ran)."""
+    values = []
+    for _, path in MECHANISM_BARS:
+        node: Any = run.metrics.get("mechanisms", {})
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        values.append(float(node or 0))
+    return values
+
+
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
@@ -150,7 +203,7 @@ def _figure_png(fig: Any) -> bytes:
 
 
 def figures(runs: list[Run]) -> dict[str, bytes]:
-    """Per-task scores by config and grouped bars, as PNG bytes."""
+    """Per-task scores by config, grouped bars and mechanism activity, as PNG bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,6 +233,19 @@ def figures(runs: list[Run]) -> dict[str, bytes]:
     ax.set_ylim(0, 105)
     ax.legend(fontsize=8)
     out["groups.png"] = _figure_png(fig)
+    plt.close(fig)
+
+    # Mechanism activity: what AMM and SRM did per episode, side by side for every run.
+    labels = [label for label, _ in MECHANISM_BARS]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1))
+    for i, r in enumerate(runs):
+        ys = [y + i * width for y in range(len(labels))]
+        ax.barh(ys, mechanism_values(r), width, label=r.name)
+    ax.set_yticks([y + width * (len(runs) - 1) / 2 for y in range(len(labels))], labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("per episode")
+    ax.legend(fontsize=8)
+    out["mechanisms.png"] = _figure_png(fig)
     plt.close(fig)
     return out
 
@@ -260,6 +326,8 @@ def write_report(dirs: list[Path], out: Path) -> Path:
         "mechanisms": ("Mechanism activity (per episode)", section_table(runs, "mechanisms")),
         "usage": ("Usage and cost proxies", section_table(runs, "usage")),
     }
+    if any("seeds" in r.metrics for r in runs):
+        tables["seeds"] = ("Seeds", seeds_table(runs))
     md = ["# fastslow report", "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
     for key, (title, table) in tables.items():
         with open(out / f"{key}.csv", "w", newline="", encoding="utf-8") as fh:

@@ -71,6 +71,7 @@ def _header(episode: Episode, config: RunConfig, task_description: str) -> Episo
         versions=versions(),
         git_commit=git_commit(),
         task_description=task_description,
+        seed=episode.seed,
     )
 
 
