@@ -143,26 +143,62 @@ def builtin_config_names() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
 
 
-def _read_yaml(name_or_path: str) -> tuple[str, dict[str, Any]]:
+def _locate(name_or_path: str, relative_to: Path | None) -> tuple[str, str, Path | None]:
+    """Text, default name and directory (None for built-ins) of a config given by name or path."""
     path = Path(name_or_path)
+    if relative_to is not None and not path.is_absolute() and (relative_to / path).is_file():
+        path = relative_to / path
     if path.suffix in {".yaml", ".yml"} or path.exists():
         if not path.is_file():
             raise UsageError(f"config file not found: {name_or_path}")
-        text = path.read_text(encoding="utf-8")
-        default_name = path.stem
-    else:
-        resource = resources.files(CONFIG_PACKAGE) / f"{name_or_path}.yaml"
-        if not resource.is_file():
-            known = ", ".join(builtin_config_names())
-            raise UsageError(f"unknown config '{name_or_path}' (built-in: {known}; or give a .yaml path)")
-        text = resource.read_text(encoding="utf-8")
-        default_name = name_or_path
+        return path.read_text(encoding="utf-8"), path.stem, path.resolve().parent
+    resource = resources.files(CONFIG_PACKAGE) / f"{name_or_path}.yaml"
+    if not resource.is_file():
+        known = ", ".join(builtin_config_names())
+        raise UsageError(f"unknown config '{name_or_path}' (built-in: {known}; or give a .yaml path)")
+    return resource.read_text(encoding="utf-8"), name_or_path, None
+
+
+def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """``child`` over ``base``: sections merge key by key, anything else (scalars, lists) is replaced."""
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_yaml(
+    name_or_path: str, relative_to: Path | None = None, chain: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
+    """Parse a config; ``extends: <name or path>`` (or a list of them) first loads the parents (paths
+    relative to the child's folder, or built-in names), merges them in order and then the child's
+    sections over them, so a config file states only what differs from the ones it builds on."""
+    if name_or_path in chain:
+        raise UsageError(f"config {name_or_path}: 'extends' loops ({' -> '.join((*chain, name_or_path))})")
+    text, default_name, folder = _locate(name_or_path, relative_to)
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise UsageError(f"config {name_or_path} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise UsageError(f"config {name_or_path} must be a mapping at the top level")
+    parents = data.pop("extends", None)
+    if parents is not None:
+        if isinstance(parents, str):
+            parents = [parents]
+        if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+            raise UsageError(f"config {name_or_path}: 'extends' takes a config name or path, or a list")
+        base: dict[str, Any] = {}
+        for parent in parents:  # later parents win, the child wins over all of them
+            # a name that is not a file next to the child is a built-in name (sensitivity/ -> full)
+            _, loaded = _read_yaml(parent, folder, (*chain, name_or_path))
+            loaded.pop("name", None)
+            loaded.pop("description", None)
+            base = _merge(base, loaded)
+        data = _merge(base, data)
     data.setdefault("name", default_name)
     return default_name, data
 
