@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastslow-installed
 DEV_STAMP := $(VENV)/.fastslow-dev-installed
 
-.PHONY: install install-dev demo test test-slow lint clean
+.PHONY: install install-dev demo paper test test-slow lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,21 @@ demo: install
 	$(VENV)/bin/fastslow eval --config full --set test --tasks 13,17 --limit-per-task 1 --workers 2 \
 		-o env.step_limit=30 -o amm.path=runs/demo/memory.sqlite --out runs/demo
 	$(VENV)/bin/fastslow report runs/demo
+
+# The paper's four configurations on the 271 test episodes with the paper's models (configs/paper*.yaml):
+# needs vLLM serving Qwen2.5-7B-Instruct-1M on 127.0.0.1:8000 and the Flan-T5 Swift at models/swift_sw
+# (README, "The paper's setup"). A server that does not answer fails before anything is written; a rerun
+# resumes. The +AMM and full runs play the 60-episode warm-up first.
+WORKERS ?= 4
+PAPER_OUT ?= runs/paper
+PAPER_CONFIGS := paper paper-amm paper-srm paper-full
+paper: install-dev
+	for c in $(PAPER_CONFIGS); do \
+		w=""; case $$c in *amm|*full) w=--warmup;; esac; \
+		$(VENV)/bin/fastslow eval --config $$c --set test $$w --workers $(WORKERS) \
+			-o amm.path=$(PAPER_OUT)/$$c/memory.sqlite --out $(PAPER_OUT)/$$c || exit 1; \
+	done
+	$(VENV)/bin/fastslow report $(addprefix $(PAPER_OUT)/,$(PAPER_CONFIGS)) --out $(PAPER_OUT)/report
 
 lint: install-dev
 	$(VENV)/bin/ruff check src tests

@@ -333,7 +333,12 @@ def required_models(config: RunConfig) -> dict[str, ModelConfig]:
 
 def check_models(config: RunConfig) -> None:
     """Fail fast, before any episode starts, if a model the config needs cannot answer
-    (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key)."""
+    (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key) or its Swift
+    checkpoint is missing (``UsageError``)."""
+    if config.agent.kind in ("swift", "swiftsage"):
+        from fastslow.swift import check_swift
+
+        check_swift(config.swift)
     checked: list[ModelConfig] = []
     for model_cfg in required_models(config).values():
         if model_cfg not in checked:

@@ -27,6 +27,18 @@ def make_proposer(config: SwiftConfig, top_k: int | None = None) -> Proposer:
     )
 
 
+def check_swift(config: SwiftConfig) -> None:
+    """Fail fast (UsageError) when the configured Swift checkpoint is not there - before an evaluation
+    writes anything, rather than in every worker."""
+    if config.backend == "t5":
+        if not config.model_path:
+            raise UsageError("swift.backend=t5 needs swift.model_path: a local seq2seq checkpoint directory")
+        if not Path(config.model_path).is_dir():
+            raise UsageError(f"T5 Swift checkpoint directory not found: {config.model_path}")
+    elif config.model_path and not Path(config.model_path).is_file():
+        raise UsageError(f"Swift model not found: {config.model_path}")
+
+
 def make_policy(config: SwiftConfig) -> SafetyPolicy:
     """The safety policy of a Swift-only agent, with the focus targets learnt by the imitation model."""
     focus: dict[str, set[str]] = {}
@@ -45,4 +57,13 @@ def make_policy(config: SwiftConfig) -> SafetyPolicy:
     )
 
 
-__all__ = ["Candidate", "MemoryHint", "Proposal", "Proposer", "SafetyPolicy", "make_policy", "make_proposer"]
+__all__ = [
+    "Candidate",
+    "MemoryHint",
+    "Proposal",
+    "Proposer",
+    "SafetyPolicy",
+    "check_swift",
+    "make_policy",
+    "make_proposer",
+]
