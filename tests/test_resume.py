@@ -71,7 +71,7 @@ class _KillsItsJvmOnce(OracleAgent):
 def test_jvm_death_mid_episode_is_retried_and_recorded(tmp_path: Path) -> None:
     (tmp_path / "events").mkdir()
     worker = _Worker(load_config("oracle"), tmp_path / "events", retries=1)
-    worker.agent = _KillsItsJvmOnce(worker.env)
+    worker.agents[None] = (worker.config, _KillsItsJvmOnce(worker.env))
     try:
         outcome = worker.play(Episode(7, get_task(7).variations["test"][0]))
     finally:
