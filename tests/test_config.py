@@ -78,6 +78,9 @@ def test_extends_merges_sections_and_reports_loops(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("extends: {x: 1}\n")
     with pytest.raises(UsageError, match="'extends' takes"):
         load_config(str(tmp_path / "bad.yaml"))
+    (tmp_path / "full").mkdir()  # a run folder named like a built-in does not shadow it
+    (tmp_path / "uses-full.yaml").write_text("extends: full\n")
+    assert load_config(str(tmp_path / "uses-full.yaml")).amm.enabled
     (tmp_path / "missing.yaml").write_text("extends: nosuch\n")
     with pytest.raises(UsageError, match="unknown config 'nosuch'"):
         load_config(str(tmp_path / "missing.yaml"))

@@ -148,7 +148,9 @@ def _locate(name_or_path: str, relative_to: Path | None) -> tuple[str, str, Path
     path = Path(name_or_path)
     if relative_to is not None and not path.is_absolute() and (relative_to / path).is_file():
         path = relative_to / path
-    if path.suffix in {".yaml", ".yml"} or path.exists():
+    # A YAML path, or any existing file; a folder that happens to share a built-in's name (runs/full)
+    # does not shadow the built-in.
+    if path.suffix in {".yaml", ".yml"} or path.is_file():
         if not path.is_file():
             raise UsageError(f"config file not found: {name_or_path}")
         return path.read_text(encoding="utf-8"), path.stem, path.resolve().parent
