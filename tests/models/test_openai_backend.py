@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -19,56 +17,14 @@ import pytest
 from fastslow.errors import ModelError, ModelUnavailableError
 from fastslow.events import ListSink, ModelCall
 from fastslow.models import Message, ModelCallError, ModelConfig, call_model, make_model
-from fastslow.models.local_backend import default_gguf
-
-SERVED_MODEL = "smollm2"
-"""Alias the test server publishes in /v1/models."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from integration.llama_server import SERVED_MODEL, free_port, serve_llama
 
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a `python -m llama_cpp.server` on a free loopback port: one thread, small context."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    cmd = [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(default_gguf()), "--model_alias", SERVED_MODEL,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "1024", "--n_threads", "1", "--n_threads_batch", "1",
-    ]  # fmt: skip
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"llama_cpp.server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}"
-                )
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=1) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within 60 s:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.2)
+    with serve_llama(tmp_path_factory.mktemp("llama_server")) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture

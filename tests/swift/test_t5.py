@@ -15,42 +15,17 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows
 from fastslow.swift.t5 import T5Swift, format_input, seq2seq_pairs, train_t5
+from integration.tiny_t5 import tiny_t5
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 pytest.importorskip("torch")
 pytest.importorskip("accelerate")
-tokenizers = pytest.importorskip("tokenizers")
+pytest.importorskip("tokenizers")
 
 
 def tiny_checkpoint(gold_dir: Path, out: Path) -> Path:
-    vocab: dict[str, int] = {"<pad>": 0, "</s>": 1, "<unk>": 2}
-    for source, target in seq2seq_pairs(gold_dir):
-        for word in (source + " " + target).split():
-            vocab.setdefault(word, len(vocab))
-    model = tokenizers.models.WordLevel(vocab=vocab, unk_token="<unk>")
-    tok = tokenizers.Tokenizer(model)
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
-    tok.post_processor = tokenizers.processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", 1)]
-    )
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
-    )
-    config = transformers.T5Config(
-        vocab_size=len(vocab),
-        d_model=32,
-        d_ff=64,
-        d_kv=8,
-        num_layers=1,
-        num_decoder_layers=1,
-        num_heads=2,
-        pad_token_id=0,
-        eos_token_id=1,
-        decoder_start_token_id=0,
-    )
-    transformers.T5ForConditionalGeneration(config).save_pretrained(out)
-    fast.save_pretrained(out)
-    return out
+    words = (w for source, target in seq2seq_pairs(gold_dir) for w in (source + " " + target).split())
+    return tiny_t5(words, out)
 
 
 def test_input_follows_swiftsage_layout(gold_dir: Path) -> None:
