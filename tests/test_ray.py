@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes
+from fastslow.env.episodes import select_episodes, with_seeds
 from fastslow.eval.evaluate import evaluate
 
 pytest.importorskip("ray")
@@ -31,3 +31,13 @@ def test_ray_executor_matches_local(tmp_path: Path) -> None:
     assert _shape(on_ray) == _shape(local)
     assert on_ray["mean_score"] == local["mean_score"] == 100
     assert set(on_ray["per_task"]) == set(local["per_task"])
+
+
+def test_ray_executor_plays_seeded_episodes(tmp_path: Path) -> None:
+    """``--seeds`` on Ray: each actor builds the seeded agents; ids and per-seed metrics come out whole."""
+    config = load_config("oracle")
+    episodes = with_seeds(select_episodes("test", tasks="7,19", limit_per_task=1), [0, 1])
+    on_ray = evaluate(config, episodes, tmp_path / "ray", workers=2, executor="ray")
+    ids = sorted(r["episode_id"] for r in on_ray["episode_results"])
+    assert ids == sorted(e.episode_id for e in episodes)
+    assert on_ray["seeds"]["seeds"] == [0, 1] and on_ray["seeds"]["mean_score"] == {"mean": 100.0, "std": 0.0}
