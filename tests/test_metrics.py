@@ -33,6 +33,8 @@ def test_macro_mean_counts_failures_as_zero() -> None:
 def test_bootstrap_interval_collapses_without_variance_and_is_reproducible() -> None:
     eps = [_ep(7, v, 100) for v in range(5)] + [_ep(8, v, 100) for v in range(3)]
     assert compute_metrics(eps)["ci95"] == {"mean_score": [100.0, 100.0], "success_rate": [1.0, 1.0]}
+    # one episode per task: no interval rather than a zero-width one
+    assert compute_metrics([_ep(7, 1, 100), _ep(8, 1, 0)])["ci95"] == {}
     mixed = [_ep(7, v, 100 if v % 2 else 0) for v in range(6)]
     assert compute_metrics(mixed)["ci95"] == compute_metrics(mixed)["ci95"]
 

@@ -32,7 +32,7 @@ def test_report_files(run_dir: Path, tmp_path: Path) -> None:
     assert {"report.md", "main.csv", "per_task.csv", "groups.csv", "per_task.png", "groups.png"} <= names
     assert "mechanisms.png" in names and "seeds.csv" not in names
     md = (tmp_path / "report.md").read_text()
-    assert "| oracle | 2 | 100.00 | 100.00-100.00 | 100.00% |" in md
+    assert "| oracle | 2 | 100.00 | - | 100.00% |" in md  # one episode per task: no interval
     assert "lifespan-longest-lived" in (tmp_path / "per_task.csv").read_text()
     assert html_path.read_text().count("<table") >= 6
 

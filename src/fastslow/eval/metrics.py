@@ -116,8 +116,10 @@ def bootstrap_ci(
 
     Episodes are resampled with replacement within each task (the tasks are fixed by the protocol), then
     averaged per task and over tasks exactly as the point estimates are. Seeded: same logs, same interval.
+    With one episode in every task there is nothing to resample: no interval (``{}``) rather than a
+    zero-width one that would look like certainty; a task with one episode among others adds none.
     """
-    if not by_task:
+    if not by_task or all(len(eps) < 2 for eps in by_task.values()):
         return {}
     rng = np.random.default_rng(seed)
     score_means = np.zeros(resamples)
