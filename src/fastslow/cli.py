@@ -139,15 +139,12 @@ def eval_(
         raise UsageError("--warmup-config chooses who plays the warm-up: add --warmup")
     if warmup:
         from fastslow.controller.controller import check_models
-        from fastslow.eval.evaluate import run_warmup
+        from fastslow.eval.live import warmup_with_progress
 
         check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
         player = _config(warmup_config, []) if warmup_config else None
-        console.print(
-            f"warm-up: filling the memory store into {out / 'warmup'}"
-            + (f" (played by {player.name})" if player else "")
-        )
-        done = run_warmup(cfg, out, agent=player, workers=workers, executor=executor, ray_address=ray_address)
+        console.print(f"warm-up: filling the memory store into {out / 'warmup'}")
+        done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
         console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
     metrics = eval_with_progress(cfg, selected, out, console, workers, executor, ray_address)
     headline = {k: metrics[k] for k in ("episodes", "mean_score", "success_rate", "steps_at_success")}

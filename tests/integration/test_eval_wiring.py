@@ -58,7 +58,15 @@ def test_warmup_played_by_another_config_writes_the_runs_store(tmp_path: Path) -
     store = tmp_path / "amm.sqlite"
     config = load_config("amm", [f"amm.path={store}", "amm.write.small_reward=2"])
     player = load_config("swift-amm", ["env.step_limit=12", f"amm.path={tmp_path / 'other.sqlite'}"])
-    done = run_warmup(config, tmp_path / "run", [Episode(17, 0)], agent=player)
+    progress: list[tuple[int, int]] = []
+    done = run_warmup(
+        config,
+        tmp_path / "run",
+        [Episode(17, 0)],
+        agent=player,
+        on_episode=lambda o, d, t: progress.append((d, t)),
+    )
+    assert progress == [(1, 1)]
     assert [o.episode for o in done] == [Episode(17, 0)]
     events = list(read_events(tmp_path / "run" / "warmup" / "events" / f"{Episode(17, 0).episode_id}.jsonl"))
     start = next(e for e in events if e.event == "episode_start")

@@ -158,6 +158,7 @@ def run_warmup(
     retries: int = 2,
     executor: str = "local",
     ray_address: str | None = None,
+    on_episode: Callable[[EpisodeOutcome | None, int, int], None] | None = None,
 ) -> list[EpisodeOutcome]:
     """AMM warm-up (paper §4): play the ``warmup`` set (2 train variations per task, 60 episodes) so the
     memory store holds records before the evaluation starts.
@@ -170,7 +171,8 @@ def run_warmup(
 
     Logs go to DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes
     are skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
-    lets them write even when ``amm.mode`` is frozen (read-only afterwards)."""
+    lets them write even when ``amm.mode`` is frozen (read-only afterwards). ``on_episode`` as in
+    ``evaluate``."""
     from fastslow.env.episodes import select_episodes
 
     if not config.amm.enabled:
@@ -203,6 +205,16 @@ def run_warmup(
         },
     )
     outcomes: list[EpisodeOutcome] = []
+    skipped = len(chosen) - len(todo)
+    if on_episode:
+        for i in range(skipped):
+            on_episode(None, i + 1, len(chosen))
+
+    def finished(outcome: EpisodeOutcome) -> None:
+        outcomes.append(outcome)
+        if on_episode:
+            on_episode(outcome, skipped + len(outcomes), len(chosen))
+
     run_episodes(
         warm,
         todo,
@@ -211,7 +223,6 @@ def run_warmup(
         retries=retries,
         executor=executor,
         ray_address=ray_address,
-        on_outcome=outcomes.append,
+        on_outcome=finished,
     )
-    _write_json(target / "episodes.json", [str(e) for e in chosen])
     return outcomes

@@ -6,6 +6,8 @@ Both are event sinks or callbacks on top of the same runner; nothing here change
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -25,7 +27,7 @@ from fastslow.agents import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.eval.evaluate import evaluate, prepare_out_dir
+from fastslow.eval.evaluate import evaluate, prepare_out_dir, run_warmup
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import (
     BufferClear,
@@ -126,16 +128,13 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
     return outcome
 
 
-def eval_with_progress(
-    config: RunConfig,
-    episodes: list[Episode],
-    out: Path,
-    console: Console,
-    workers: int = 1,
-    executor: str = "local",
-    ray_address: str | None = None,
-) -> dict[str, Any]:
-    """``fastslow eval`` with a progress bar showing ETA and the running mean score."""
+ProgressCallback = Callable[[EpisodeOutcome | None, int, int], None]
+
+
+@contextmanager
+def _progress_bar(console: Console, label: str, total: int | None) -> Iterator[ProgressCallback]:
+    """A rich progress bar (ETA, running mean score, last episode) and the ``on_episode`` callback
+    that moves it (``total`` None: learnt from the first callback)."""
     scores: list[float] = []
     columns = (
         TextColumn("[bold]{task.description}"),
@@ -146,7 +145,7 @@ def eval_with_progress(
         TextColumn("{task.fields[status]}"),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        bar = progress.add_task(config.name, total=len(episodes), status="")
+        bar = progress.add_task(label, total=total, status="")
 
         def on_episode(outcome: EpisodeOutcome | None, done: int, total: int) -> None:
             if outcome is not None:
@@ -155,12 +154,49 @@ def eval_with_progress(
             else:
                 last = "already done"
             mean = f"mean {fmean(scores):.1f}" if scores else ""
-            progress.update(bar, completed=done, status=f"{mean} · last {last}")
+            progress.update(bar, completed=done, total=total, status=f"{mean} · last {last}")
 
+        yield on_episode
+
+
+def eval_with_progress(
+    config: RunConfig,
+    episodes: list[Episode],
+    out: Path,
+    console: Console,
+    workers: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> dict[str, Any]:
+    """``fastslow eval`` with a progress bar showing ETA and the running mean score."""
+    with _progress_bar(console, config.name, len(episodes)) as on_episode:
         return evaluate(
             config,
             episodes,
             out,
+            workers=workers,
+            executor=executor,
+            ray_address=ray_address,
+            on_episode=on_episode,
+        )
+
+
+def warmup_with_progress(
+    config: RunConfig,
+    out: Path,
+    console: Console,
+    agent: RunConfig | None = None,
+    workers: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> list[EpisodeOutcome]:
+    """``fastslow eval --warmup``: the warm-up episodes (``run_warmup``) under their own progress bar."""
+    label = f"warm-up ({(agent or config).name})"
+    with _progress_bar(console, label, None) as on_episode:
+        return run_warmup(
+            config,
+            out,
+            agent=agent,
             workers=workers,
             executor=executor,
             ray_address=ray_address,

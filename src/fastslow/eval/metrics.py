@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import fmean
@@ -309,18 +309,31 @@ def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
     }
 
 
-def memory_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
-    """Per-episode means of the AMM counters over finished episodes (paper Appendix D: writes/episode,
-    T1 and T4 triggers, Swift and Sage injections)."""
+def _finished_rows(
+    episodes: Iterable[Iterable[Event]], per_episode: Callable[[list[Event]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``per_episode`` counters of every finished episode (one with ``episode_end``)."""
     rows = []
     for events in episodes:
         evs = list(events)
         if any(isinstance(e, EpisodeEnd) for e in evs):
-            rows.append(memory_episode(evs))
+            rows.append(per_episode(evs))
+    return rows
+
+
+def _row_mean(rows: list[dict[str, Any]], get: Callable[[dict[str, Any]], float]) -> float | None:
+    """Mean of ``get(row)`` over the rows, 4 decimals; None without rows."""
+    return round(fmean(get(r) for r in rows), 4) if rows else None
+
+
+def memory_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
+    """Per-episode means of the AMM counters over finished episodes (paper Appendix D: writes/episode,
+    T1 and T4 triggers, Swift and Sage injections)."""
+    rows = _finished_rows(episodes, memory_episode)
     n = len(rows)
 
     def mean(get: Any) -> float | None:
-        return round(fmean(get(r) for r in rows), 4) if n else None
+        return _row_mean(rows, get)
 
     return {
         "episodes": n,
@@ -376,11 +389,7 @@ def srm_episode(events: Iterable[Event]) -> dict[str, Any]:
 def srm_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     """SRM counters pooled over finished episodes, with the paper's per-episode means (Gate-1 drops per
     episode, Critic calls and effective Critic calls per episode)."""
-    rows = []
-    for events in episodes:
-        evs = list(events)
-        if any(isinstance(e, EpisodeEnd) for e in evs):
-            rows.append(srm_episode(evs))
+    rows = _finished_rows(episodes, srm_episode)
     n = len(rows)
 
     def pooled(key: str) -> dict[str, int]:
@@ -391,7 +400,7 @@ def srm_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         return dict(sorted(total.items()))
 
     def mean(get: Any) -> float | None:
-        return round(fmean(get(r) for r in rows), 4) if n else None
+        return _row_mean(rows, get)
 
     return {
         "episodes": n,
