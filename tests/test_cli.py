@@ -93,7 +93,7 @@ def test_eval_oracle_scores_100(tmp_path: Path) -> None:
     run = json.loads((out / "run.json").read_text())
     names = sorted(p.stem for p in (out / "events").glob("*.jsonl"))
     assert len(run["episodes"]) == 3 and names == sorted(r["episode_id"] for r in metrics["episode_results"])
-    assert run["versions"]["scienceworld"] == "1.2.3"
+    assert run["code"]["scienceworld"] == "1.2.3" and run["format"] == 2 and run["config_name"] == "oracle"
     assert "agent:" in (out / "config.yaml").read_text()
 
 

@@ -1,8 +1,11 @@
+import re
 from pathlib import Path
 
 import pytest
 
-from fastslow.config import builtin_config_names, load_config
+from fastslow.cli import main
+from fastslow.config import SCIENCEWORLD_SIMPLIFICATIONS, builtin_config_names, load_config
+from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.errors import UsageError
 
 
@@ -84,3 +87,142 @@ def test_extends_merges_sections_and_reports_loops(tmp_path: Path) -> None:
     (tmp_path / "missing.yaml").write_text("extends: nosuch\n")
     with pytest.raises(UsageError, match="unknown config 'nosuch'"):
         load_config(str(tmp_path / "missing.yaml"))
+
+
+ALL_CONFIGS = [*builtin_config_names(), "sensitivity/full-critic6", "sensitivity/full-no-t1"]
+
+
+@pytest.mark.parametrize("name", ALL_CONFIGS)
+def test_builtin_configs_satisfy_the_constraints(name: str) -> None:
+    """The bounds below were chosen so that every shipped configuration still validates."""
+    cfg = load_config(name)
+    assert cfg.env.step_limit >= 1 and cfg.env.jvm_timeout_s > 0
+    assert {s for s in cfg.env.simplification.split(",") if s} <= {"easy", *SCIENCEWORLD_SIMPLIFICATIONS}
+
+
+# One out-of-range value per constrained field; the error must name the key that is wrong.
+BAD_VALUES = [
+    ("env.simplification", "nonsense"),
+    ("env.simplification", "easy,teleportAction,bogus"),
+    ("env.simplification", "teleportAction, openDoors"),  # ScienceWorld's wrapper rejects spaces too
+    ("env.step_limit", "0"),
+    ("env.step_limit", "-5"),
+    ("env.jvm_timeout_s", "-1"),
+    ("env.jvm_timeout_s", "0"),
+    ("env.jvm_timeout_s", ".nan"),
+    ("swift.top_k", "0"),
+    ("swift.min_confidence", "1.5"),
+    ("swift.min_confidence", "-0.1"),
+    ("swift.num_beams", "0"),
+    ("swift.max_new_tokens", "0"),
+    ("swift.rerank_pool", "0"),
+    ("swift.repeat_penalty", "-1"),
+    ("swift.loop_window", "0"),
+    ("swift.focus_min_confidence", "2"),
+    ("critic.budget", "-1"),
+    ("critic.cooldown", "-1"),
+    ("critic.backoff", "-1"),
+    ("critic.effect_window", "0"),
+    ("critic.max_actions", "0"),
+    ("critic.history", "-1"),
+    ("controller.escalation.min_actions", "-1"),
+    ("controller.escalation.sage_interval", "-1"),
+    ("controller.escalation.reward_window", "0"),
+    ("controller.escalation.repeat_window", "0"),
+    ("controller.escalation.no_action_streak", "-1"),
+    ("controller.escalation.failure_streak", "-1"),
+    ("controller.escalation.failure_markers", "['not', '']"),
+    ("controller.escalation.failure_markers", "['  ']"),
+    ("controller.escalation.max_consecutive_sage", "-1"),
+    ("controller.escalation.sage_cooldown", "-1"),
+    ("controller.buffer.size", "0"),
+    ("controller.buffer.failure_limit", "-1"),
+    ("controller.sage.history_turns", "-1"),
+    ("controller.sage.max_look_chars", "2"),
+    ("controller.sage.max_failures", "0"),
+    ("controller.sage.swift_candidates", "-1"),
+    ("controller.sage.plan_max_tokens", "0"),
+    ("controller.sage.ground_max_tokens", "0"),
+    ("controller.sage.parse_retries", "-1"),
+    ("controller.ground_cutoff", "101"),
+    ("controller.ground_cutoff", "-1"),
+    ("controller.early_stop_min_steps", "-1"),
+    ("controller.early_stop_window", "0"),
+    ("controller.ambiguous_answer", "first"),
+    ("srm.gate.fuzzy_threshold", "101"),
+    ("srm.gate.fuzzy_margin", "-1"),
+    ("srm.gate.fuzzy_margin", "101"),
+    ("srm.gate.focus_limit", "-1"),
+    ("srm.stagnation.window", "1"),
+    ("srm.stagnation.min_step", "-1"),
+    ("srm.stagnation.repeated_observation", "1"),
+    ("srm.stagnation.repeated_observation", "6"),  # longer than the 5-step window: could never fire
+    ("srm.stagnation.repeated_action", "6"),
+    ("srm.stagnation.verb_loop", "6"),
+    ("srm.stagnation.invalid_loop", "6"),
+    ("srm.stagnation.navigation_steps", "0"),
+    ("srm.stagnation.navigation_steps", "6"),
+    ("srm.stagnation.navigation_max_states", "0"),
+    ("srm.stagnation.repeat_after", "0"),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), BAD_VALUES)
+def test_out_of_range_values_are_usage_errors_naming_the_key(key: str, value: str) -> None:
+    with pytest.raises(UsageError) as info:
+        load_config("swift-srm", [f"{key}={value}"])
+    message = str(info.value)
+    # a list item is named by its index (failure_markers.1), any other value by its key
+    assert re.match(rf"config swift-srm: {re.escape(key)}(\.\d+)?: ", message), message
+    assert "\n" not in message
+
+
+def test_a_window_shorter_than_a_detector_names_the_window() -> None:
+    """Shrinking the window below a detector's threshold fails, and says which threshold and why."""
+    with pytest.raises(UsageError, match=r"navigation_steps: .*4 exceeds stagnation\.window \(3\)"):
+        load_config("swift-srm", ["srm.stagnation.window=3"])
+    cfg = load_config("swift-srm", ["srm.stagnation.window=3", "srm.stagnation.navigation_steps=3"])
+    assert cfg.srm.stagnation.window == 3
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "easy", "teleportAction", "openDoors,openContainers", ",".join(SCIENCEWORLD_SIMPLIFICATIONS)],
+)
+def test_scienceworld_simplifications_are_accepted(value: str) -> None:
+    assert load_config("swift-only", [f"env.simplification='{value}'"]).env.simplification == value
+
+
+def test_simplification_names_are_scienceworlds_own(env: ScienceWorldAdapter) -> None:
+    """Our list is ScienceWorld's: the simulator's own answer, asked of the running JVM."""
+    possible = str(env._ensure_jvm().server.getPossibleSimplifications()).split(", ")
+    assert sorted(possible) == sorted(SCIENCEWORLD_SIMPLIFICATIONS)
+
+
+def test_simplification_error_lists_the_known_names() -> None:
+    with pytest.raises(UsageError) as info:
+        load_config("swift-only", ["env.simplification=nonsense"])
+    assert "'nonsense'" in str(info.value)
+    assert all(name in str(info.value) for name in ("easy", *SCIENCEWORLD_SIMPLIFICATIONS))
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("env.simplification=nonsense", "env.simplification"),
+        ("env.jvm_timeout_s=-1", "env.jvm_timeout_s"),
+        ("env.step_limit=0", "env.step_limit"),
+    ],
+)
+def test_cli_rejects_bad_env_values_before_writing(
+    override: str, key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r"
+    argv = ["eval", "--config", "swift-only", "--set", "test", "--tasks", "13", "--limit-per-task", "1"]
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "-o", override, "--out", str(out)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert key in err and err.startswith("error: ")
+    assert not out.exists()

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from fastslow.errors import CorruptLogError
 from fastslow.events import EndState, EnvStep, EpisodeEnd, JsonlWriter, ModelCall, read_events
 
 
@@ -44,5 +45,5 @@ def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
 def test_corrupt_middle_line_raises(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     path.write_text('{"event": "env_step", "bogus": 1}\n' + _step(1).model_dump_json() + "\n")
-    with pytest.raises(ValueError):
+    with pytest.raises(CorruptLogError, match=rf"event log {path} line 1 is not a valid event"):
         read_events(path)

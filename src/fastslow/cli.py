@@ -16,7 +16,7 @@ import yaml
 from rich.console import Console
 
 from fastslow.config import RunConfig, load_config
-from fastslow.errors import FastslowError, ModelUnavailableError, UsageError
+from fastslow.errors import CorruptLogError, FastslowError, ModelUnavailableError, OutputError, UsageError
 from fastslow.memory.cli import memory_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Dual-process agents on ScienceWorld.")
@@ -85,6 +85,10 @@ def run(
     cfg = _config(config, override)
     info = get_task(task)
     info.check_variation(variation)
+    if out is not None:
+        from fastslow.eval.rundir import check_not_eval_dir
+
+        check_not_eval_dir(out)
     play_one(cfg, Episode(info.task_id, variation), out, console)
 
 
@@ -124,10 +128,23 @@ def eval_(
             "gets per-seed scores and their mean and std).",
         ),
     ] = None,
+    restart: Annotated[
+        bool,
+        typer.Option("--restart", help="Discard the run already in DIR (its logs, metrics, own store)."),
+    ] = False,
+    extend: Annotated[
+        bool,
+        typer.Option("--extend", help="Add this selection to the run already in DIR (same config)."),
+    ] = False,
 ) -> None:
-    """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json."""
-    from fastslow.env.episodes import parse_int_ranges, select_episodes, with_seeds
-    from fastslow.eval.live import eval_with_progress
+    """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json.
+
+    Rerunning the same command resumes; a DIR holding another config's run is refused."""
+    from fastslow.controller.controller import check_models
+    from fastslow.env.episodes import Episode, parse_int_ranges, select_episodes, with_seeds
+    from fastslow.eval.evaluate import prepare_out_dir, warmup_spec
+    from fastslow.eval.live import eval_with_progress, warmup_with_progress
+    from fastslow.eval.rundir import claim_run, run_lock
 
     cfg = _config(config, override)
     selected = select_episodes(set_name, tasks, variations, limit_per_task)
@@ -137,16 +154,37 @@ def eval_(
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if warmup_config is not None and not warmup:
         raise UsageError("--warmup-config chooses who plays the warm-up: add --warmup")
-    if warmup:
-        from fastslow.controller.controller import check_models
-        from fastslow.eval.live import warmup_with_progress
-
-        check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
-        player = _config(warmup_config, []) if warmup_config else None
-        console.print(f"warm-up: filling the memory store into {out / 'warmup'}")
-        done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
-        console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
-    metrics = eval_with_progress(cfg, selected, out, console, workers, executor, ray_address)
+    if restart and extend:
+        raise UsageError("--restart discards the run in DIR and --extend adds to it: choose one")
+    player = _config(warmup_config, []) if warmup_config else None
+    if warmup and not cfg.amm.enabled:
+        raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
+    check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
+    prepare_out_dir(out)
+    with run_lock(out):
+        record = claim_run(
+            out,
+            cfg,
+            [e.episode_id for e in selected],
+            overrides=list(override or []),
+            warmup=warmup_spec(cfg, player) if warmup else None,
+            workers=workers,
+            executor=executor,
+            restart=restart,
+            extend=extend,
+        )
+        if record.store is not None:
+            shared = "" if record.store.per_run else " (named by the config: shared on purpose)"
+            records = record.starts[-1].store_records
+            console.print(f"memory store: {record.store.location}{shared}, {records} records at start")
+        if warmup:
+            console.print(
+                f"warm-up: filling the memory store {record.store.location if record.store else ''}"
+            )
+            done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
+            console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
+        chosen = [Episode.from_id(i) for i in record.episodes]
+        metrics = eval_with_progress(cfg, chosen, out, console, workers, executor, ray_address)
     headline = {k: metrics[k] for k in ("episodes", "mean_score", "success_rate", "steps_at_success")}
     if "seeds" in metrics:
         headline["mean_score_over_seeds"] = metrics["seeds"]["mean_score"]
@@ -373,7 +411,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: one-line errors and exit code 2 for bad input, whatever layer detects it."""
     try:
         result = app(args=argv, standalone_mode=False)
-    except (UsageError, ModelUnavailableError) as exc:
+    except (UsageError, ModelUnavailableError, OutputError, CorruptLogError) as exc:
         _fail(str(exc), 2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

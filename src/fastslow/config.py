@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from fastslow.controller.config import ControllerConfig
 from fastslow.errors import UsageError
@@ -22,17 +22,45 @@ from fastslow.models.config import ModelConfig
 from fastslow.reflection.config import SrmConfig
 from fastslow.strict import StrictModel
 
+SCIENCEWORLD_SIMPLIFICATIONS: tuple[str, ...] = (
+    "teleportAction",
+    "selfWateringFlowerPots",
+    "openContainers",
+    "openDoors",
+    "noElectricalAction",
+)
+"""ScienceWorld's simplification labels: ``SimplifierProcessor.getPossibleSimplifications()`` in the
+simulator (scienceworld.jar, ``scienceworld/runtime/SimplifierProcessor.scala``), listed in the Python
+wrapper's ``ScienceWorldEnv.get_possible_simplifications``. Kept here so a config is checked without
+starting a JVM; tests/test_config.py compares it with the running simulator's list."""
+SIMPLIFICATION_PRESETS: tuple[str, ...] = ("easy",)
+"""Names the wrapper's ``ScienceWorldEnv.load`` accepts besides the labels: easy = all of them."""
+
 
 class EnvConfig(StrictModel):
     """ScienceWorld settings (paper §4; SwiftSage's evaluation setup)."""
 
     simplification: str = "easy"
-    """Comma-separated ScienceWorld simplifications; "easy" = teleport, open doors/containers,
-    self-watering pots, no electrical actions outside electrical tasks."""
-    step_limit: int = 300
+    """Comma-separated ScienceWorld simplifications, no spaces ("" = none); "easy" = teleport, open
+    doors/containers, self-watering pots, no electrical actions outside electrical tasks."""
+    step_limit: int = Field(default=300, ge=1)
     """Maximum env steps per episode (SwiftSage used 300; its baselines 100)."""
-    jvm_timeout_s: float = 120.0
+    jvm_timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     """A single JVM call taking longer than this ends the episode with a typed error instead of hanging."""
+
+    @field_validator("simplification")
+    @classmethod
+    def _known_simplifications(cls, value: str) -> str:
+        # Our adapter calls the simulator's load directly, which skips the wrapper's check: an unknown
+        # label would load a broken game and score -100 at step 0 instead of failing here.
+        known = (*SIMPLIFICATION_PRESETS, *SCIENCEWORLD_SIMPLIFICATIONS)
+        unknown = [name for name in value.split(",") if name and name not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown simplification {', '.join(map(repr, unknown))}; ScienceWorld knows "
+                f"{', '.join(known)} (comma-separated, no spaces; '' = none)"
+            )
+        return value
 
 
 class AgentConfig(StrictModel):
@@ -52,21 +80,21 @@ class SwiftConfig(StrictModel):
     model_path: str | None = None
     """imitation: weights file (.npz) from `fastslow train swift`; default: the packaged model.
     t5: directory of a seq2seq checkpoint (required)."""
-    top_k: int = 5
+    top_k: int = Field(default=5, ge=1)
     """Ranked candidates returned per decision (SwiftSage keeps the top 5 beams)."""
-    min_confidence: float = 0.1
+    min_confidence: float = Field(default=0.1, ge=0, le=1)
     """Below this top-candidate confidence Swift counts as failed for the controller."""
-    num_beams: int = 5
+    num_beams: int = Field(default=5, ge=1)
     """t5: beams for beam search (SwiftSage: 5)."""
-    max_new_tokens: int = 16
+    max_new_tokens: int = Field(default=16, ge=1)
     """t5: longest generated action in tokens (SwiftSage: 16)."""
-    rerank_pool: int = 50
+    rerank_pool: int = Field(default=50, ge=1)
     """swift agent: top candidates the safety policy re-scores before acting."""
-    repeat_penalty: float = 6.0
+    repeat_penalty: float = Field(default=6.0, ge=0, allow_inf_nan=False)
     """Safety policy: score penalty per execution of the same action in the last `loop_window` steps."""
-    loop_window: int = 10
+    loop_window: int = Field(default=10, ge=1)
     """Safety policy: how many recent steps the loop penalty looks at."""
-    focus_min_confidence: float = 0.0
+    focus_min_confidence: float = Field(default=0.0, ge=0, le=1)
     """swift agent: put off a focus whose probability among the candidates is below this (-100 risk)."""
     focus_rule: bool = True
     """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""

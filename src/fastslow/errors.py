@@ -22,3 +22,17 @@ class ModelError(FastslowError):
 
 class ModelUnavailableError(ModelError):
     """The model backend cannot be reached at start-up: raised before any episode starts (exit 2)."""
+
+
+class RunDirError(UsageError):
+    """An output directory that holds another run, is in use, or cannot be identified: exit code 2."""
+
+
+class OutputError(FastslowError):
+    """A run's output cannot be written (disk full, read-only file system): exit code 2, and what was
+    already written stays, so the same command resumes once the cause is fixed."""
+
+
+class CorruptLogError(FastslowError):
+    """An event log has a line that is not a valid event (not a torn last line): exit code 2 when it
+    is read for a report; on resume the episode is replayed and the bad file kept aside."""

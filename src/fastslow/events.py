@@ -16,7 +16,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from fastslow.errors import CorruptLogError
 
 SCHEMA_VERSION = 1
 
@@ -436,19 +438,25 @@ def parse_event(line: str) -> Event:
 
 
 def iter_events(path: Path) -> Iterator[Event]:
-    """Yield the events of one file. A truncated last line (a run killed mid-write) is skipped."""
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().split("\n")
+    """Yield the events of one file. A truncated last line (a run killed mid-write) is skipped; any
+    other line that is not a valid event raises ``CorruptLogError`` naming the file and the line."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+    except UnicodeDecodeError as exc:
+        raise CorruptLogError(f"event log {path} is not UTF-8 text ({exc.reason})") from exc
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            yield parse_event(line)
-        except ValueError:
+            event = parse_event(line)
+        except ValueError as exc:
             is_last = all(not rest.strip() for rest in lines[i + 1 :])
             if is_last and not line.endswith("}"):
                 return
-            raise
+            first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            raise CorruptLogError(f"event log {path} line {i + 1} is not a valid event: {first}") from None
+        yield event
 
 
 def read_events(path: Path) -> list[Event]:

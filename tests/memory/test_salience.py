@@ -129,3 +129,19 @@ def test_store_failure_falls_back_and_logs(env: ScienceWorldAdapter, tmp_path: P
     assert writes(sink) == []
     fallbacks = [e for e in sink.events if isinstance(e, MemoryFallback)]
     assert len(fallbacks) == 1 and fallbacks[0].trigger == "write" and "closed" in fallbacks[0].reason
+
+
+def test_recent_lines_are_one_line_each(env: ScienceWorldAdapter, tmp_path: Path) -> None:
+    """ScienceWorld's observations carry newlines and tabs; a record's recent lines must not (each one
+    becomes one "earlier:" line of a prompt block)."""
+    sink = ListSink()
+    hooks = hooks_for(tmp_path, sink)
+    traj = start(env, FIND_NON_LIVING, 0, gold=True)
+    play(env, traj, hooks, ["look around", "open door to hallway", *env.gold_actions])
+    assert any("\n" in t.observation or "\t" in t.observation for t in traj.turns)  # raw text is multi-line
+    records = list(hooks.writer.store.iter_all())
+    recent = [line for r in records for line in r.recent]
+    assert recent and any(line.startswith("look around -> ") for line in recent)
+    for line in recent:
+        assert "\n" not in line and "\t" not in line and "  " not in line, line
+        assert len(line.split(" -> ", 1)[1]) <= 80

@@ -1,10 +1,10 @@
-"""The openai backend against real servers: llama.cpp's OpenAI-compatible server on the embedded GGUF, a
-listener that never answers, a closed port, and a proxy that injects 5xx/429/400 before forwarding."""
+"""The openai backend (Sage/Critic models, paper §3 and §4) against real servers: llama.cpp's
+OpenAI-compatible server on the embedded GGUF, a listener that never answers (conftest.py), a closed port,
+and a proxy that injects 5xx/429/400 before forwarding."""
 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 import urllib.error
@@ -25,36 +25,6 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a `python -m llama_cpp.server` on a free loopback port: one thread, small context."""
     with serve_llama(tmp_path_factory.mktemp("llama_server")) as base_url:
         yield base_url
-
-
-@pytest.fixture
-def silent_server() -> Iterator[str]:
-    """Base URL of a TCP listener that accepts connections and never sends a byte."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.1)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept_forever() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            held.append(conn)
-
-    thread = threading.Thread(target=accept_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-    stop.set()
-    thread.join(timeout=2)
-    for conn in held:
-        conn.close()
-    listener.close()
 
 
 class FlakyProxy:

@@ -38,6 +38,14 @@ class EpisodeContext:
     episode_id: str
     sink: EventSink
     gold_actions: tuple[str, ...] = field(default=())
+    run_id: str = ""
+    """The run this episode belongs to ("" outside a run directory)."""
+
+    @property
+    def memory_key(self) -> str:
+        """The id AMM records of this episode carry: ``<run_id>/<episode_id>``, so a store shared by
+        several runs (on purpose) tells whose records are whose, and a replay can remove its own."""
+        return f"{self.run_id}/{self.episode_id}" if self.run_id else self.episode_id
 
 
 class Agent(Protocol):

@@ -6,34 +6,50 @@ from); every rule can be switched off or re-tuned from YAML, so an ablation is a
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
 from fastslow.strict import StrictModel
+
+
+def _word(marker: str) -> str:
+    # A blank marker would match between any two spaces and make every observation a failure.
+    if not marker.strip():
+        raise ValueError("a failure marker must be a word, not blank")
+    return marker
+
+
+FailureMarker = Annotated[str, AfterValidator(_word)]
+"""A word that makes an observation a failure message."""
 
 
 class EscalationConfig(StrictModel):
     """When Swift's action is kept and when Sage is called instead (SwiftSage's arbitration)."""
 
-    min_actions: int = 10
+    min_actions: int = Field(default=10, ge=0)
     """Swift is always kept (unless a forcing rule fires) while fewer actions than this have been taken."""
-    sage_interval: int = 5
+    sage_interval: int = Field(default=5, ge=0)
     """Swift is kept while fewer steps than this have passed since the last Sage call."""
-    reward_window: int = 5
+    # >= 1 for the windows read as list[-n:]: n = 0 would be the whole history, not none of it.
+    reward_window: int = Field(default=5, ge=1)
     """Swift is kept if any of the last this-many steps earned a positive reward."""
-    repeat_window: int = 3
+    repeat_window: int = Field(default=3, ge=1)
     """Swift is kept if its action is not among the last this-many actions; otherwise the
     no-progress rule escalates (when the three conditions above also fail)."""
-    no_action_streak: int = 2
+    no_action_streak: int = Field(default=2, ge=0)
     """Force Sage after this many consecutive Swift proposals without a valid action (0 = off)."""
-    failure_streak: int = 2
+    failure_streak: int = Field(default=2, ge=0)
     """Force Sage after this many consecutive failure observations (0 = off)."""
-    failure_markers: list[str] = ["can't", "not", "doesn't"]
+    failure_markers: list[FailureMarker] = ["can't", "not", "doesn't"]
     """Words that make an observation a failure message (matched as whole words, case-insensitive);
     "No known action matches that input." always counts."""
     focus_needs_sage: bool = True
     """Force Sage when Swift wants to ``focus on`` something before Sage has been called in the episode
     (a wrong focus ends the task at -100)."""
-    max_consecutive_sage: int = 2
+    max_consecutive_sage: int = Field(default=2, ge=0)
     """After this many Sage calls with no Swift-chosen action in between, Swift acts (0 = no limit)."""
-    sage_cooldown: int = 2
+    sage_cooldown: int = Field(default=2, ge=0)
     """Env steps that must pass after a Sage call before the next one (at most one call per env step
     always holds)."""
 
@@ -41,28 +57,30 @@ class EscalationConfig(StrictModel):
 class BufferConfig(StrictModel):
     """The FIFO action buffer Sage (and later the Critic) fill and the controller drains."""
 
-    size: int = 5
+    size: int = Field(default=5, ge=1)
     """Most actions one plan may put in the buffer (SwiftSage: the first 5 parsed actions)."""
-    failure_limit: int = 2
+    failure_limit: int = Field(default=2, ge=0)
     """Clear the buffer after this many consecutive failure observations from buffered actions (0 = never)."""
 
 
 class SageRunConfig(StrictModel):
     """How the controller prompts and parses Sage (the model itself is ``sage.model``)."""
 
-    history_turns: int = 10
+    history_turns: int = Field(default=10, ge=0)
     """Recent steps (action, observation, reward) shown to Sage; older ones are left out (short prompts)."""
-    max_look_chars: int = 600
+    # >= 3: a clipped look ends in "...", which needs three characters of room.
+    max_look_chars: int = Field(default=600, ge=3)
     """Each visited room's look text is clipped to this many characters (the current room is shown whole)."""
-    max_failures: int = 5
+    # >= 1: the prompt takes failures[-n:], and n = 0 would list every failure, not none.
+    max_failures: int = Field(default=5, ge=1)
     """Most recent failed actions listed in the planning prompt."""
-    swift_candidates: int = 3
+    swift_candidates: int = Field(default=3, ge=0)
     """Swift's top candidates shown to Sage as a suggestion."""
-    plan_max_tokens: int = 384
+    plan_max_tokens: int = Field(default=384, ge=1)
     """Cap on tokens the planning call may generate."""
-    ground_max_tokens: int = 256
+    ground_max_tokens: int = Field(default=256, ge=1)
     """Cap on tokens the grounding call may generate."""
-    parse_retries: int = 1
+    parse_retries: int = Field(default=1, ge=0)
     """Extra grounding calls when the reply yields no usable action (SwiftSage: one retry)."""
 
 
@@ -75,14 +93,16 @@ class ControllerConfig(StrictModel):
     """Action-buffer settings."""
     sage: SageRunConfig = SageRunConfig()
     """Sage prompt and parse settings."""
-    ground_cutoff: float = 80.0
+    ground_cutoff: float = Field(default=80.0, ge=0, le=100)
     """Lowest rapidfuzz similarity (0-100) at which planned text (Sage, Critic) or Swift's text is mapped to a
     valid action; below it the action is not valid (skipped in the buffer, retried in Sage's round)."""
-    early_stop_min_steps: int = 100
+    early_stop_min_steps: int = Field(default=100, ge=0)
     """SwiftSage's early stop: after at least this many env steps ... (0 = off)."""
-    early_stop_window: int = 30
+    # >= 1: a window of 0 steps never holds a reward, so the stop would fire at early_stop_min_steps.
+    early_stop_window: int = Field(default=30, ge=1)
     """... stop if none of the last this-many steps earned a positive reward."""
-    ambiguous_answer: str = "0"
+    # ScienceWorld numbers the options of an ambiguous request; any other reply is not an answer.
+    ambiguous_answer: str = Field(default="0", pattern=r"^[0-9]+$")
     """Reply to ScienceWorld's "Ambiguous request" question (SwiftSage answers 0: the first option)."""
     sage_enabled: bool = True
     """False: Swift acts alone, Sage is never called (the fast-pathway configurations, e.g. swift-srm)."""

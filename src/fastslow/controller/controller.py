@@ -85,7 +85,7 @@ class SwiftSageAgent:
         self.traj = Trajectory(ctx.task.task_id, ctx.task.name, ctx.variation, first.task_description, first)
         self.buffer = ActionBuffer(self.cfg.buffer.size)
         self.arbiter = Arbiter(self.cfg.escalation)
-        self.mods = self.modules.episode(ctx.episode_id, ctx.sink, first)
+        self.mods = self.modules.episode(ctx.memory_key, ctx.sink, first)
         self._last = None
         self._finished = False
 

@@ -38,13 +38,13 @@ from fastslow.reflection.srm import Srm
 from fastslow.swift.base import Candidate, Proposal
 from fastslow.swift.policy import SafetyPolicy
 
-_STORES: dict[tuple[str, str, str, str], BulkStore] = {}
+_STORES: dict[tuple[str, str | None, str, str | None, str], BulkStore] = {}
 """AMM stores opened by this process, one per location: every agent of a worker process shares it."""
 
 
 def process_amm(cfg: AmmConfig) -> Amm:
     """The ``Amm`` of this worker process for ``cfg``'s store (opened once, closed at exit)."""
-    key = (cfg.store, cfg.path, cfg.dsn, cfg.table)
+    key = (cfg.store, cfg.path, cfg.dsn, cfg.password_env, cfg.table)
     store = _STORES.get(key)
     if store is None:
         store = open_store(cfg)

@@ -36,6 +36,19 @@ class Episode:
     def __str__(self) -> str:
         return f"{self.task_id} {self.variation}" + ("" if self.seed is None else f" seed {self.seed}")
 
+    @classmethod
+    def from_id(cls, episode_id: str) -> Episode:
+        """The episode an ``episode_id`` names (``13-0027``, ``13-0027-s1``)."""
+        parts = episode_id.split("-")
+        try:
+            if len(parts) == 2:
+                return cls(int(parts[0]), int(parts[1]))
+            if len(parts) == 3 and parts[2].startswith("s"):
+                return cls(int(parts[0]), int(parts[1]), int(parts[2][1:]))
+        except ValueError:
+            pass
+        raise UsageError(f"not an episode id: '{episode_id}' (expected like 13-0027 or 13-0027-s1)")
+
 
 def with_seeds(episodes: list[Episode], seeds: list[int]) -> list[Episode]:
     """Every episode once per seed, seed by seed (so a partial run covers every task of the first
@@ -48,7 +61,7 @@ def with_seeds(episodes: list[Episode], seeds: list[int]) -> list[Episode]:
 
 
 def parse_int_ranges(text: str, what: str) -> list[int]:
-    """Parse ``0,3,5-8`` into [0, 3, 5, 6, 7, 8]."""
+    """Parse ``0,3,5-8`` into [0, 3, 5, 6, 7, 8] (repeats kept: callers decide what a repeat means)."""
     values: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -105,6 +118,7 @@ def select_episodes(
         if limit_per_task is not None:
             chosen = chosen[:limit_per_task]
         episodes.extend(Episode(task.task_id, v) for v in chosen)
+    episodes = list(dict.fromkeys(episodes))  # `--tasks 3,3,13` plays task 3 once, in its first place
     if not episodes:
         raise UsageError(
             f"the selection is empty: set '{set_name}' has no variation {variations} "

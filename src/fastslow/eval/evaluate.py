@@ -2,37 +2,47 @@
 
 DIR layout:
   config.yaml      the resolved configuration
-  run.json         command, versions, git commit, episode list
+  run.json         the run's identity and selection (``rundir.RunRecord``): config hash, overrides,
+                   warm-up, code versions, episode ids, AMM store and its size at each start
   events/*.jsonl   one event log per episode (``<task>-<variation>.jsonl``)
   metrics.json     computed from events/ when the run finishes
+  memory.sqlite    AMM's store when the config names none (each run has its own)
   warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics);
                    warmup/run.json says which configuration played them
+  .fastslow.lock   held while a process works in DIR
 
 Episodes run on ``workers`` processes, each owning one ScienceWorld JVM. Episodes whose log already
 ends with ``episode_end`` are skipped, so rerunning the same command after a crash or ``kill -9``
-finishes the run without repeating finished episodes; an unfinished log is replayed from scratch.
-An episode the environment broke (the JVM died) is retried a bounded number of times.
+finishes the run without repeating finished episodes; an unfinished log is replayed from scratch (and
+the AMM records it wrote are removed first). A DIR made by another config, overrides, warm-up or code
+is refused (``rundir``). An episode the environment broke (the JVM died) is retried a bounded number
+of times.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fastslow.config import RunConfig
 from fastslow.controller.controller import check_models
 from fastslow.env.episodes import Episode
-from fastslow.errors import UsageError
+from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.executors import EXECUTORS, run_episodes
 from fastslow.eval.metrics import run_metrics, summarize_log
-from fastslow.eval.runner import EpisodeOutcome, git_commit, versions
+from fastslow.eval.rundir import (
+    claim_run,
+    claimed_run,
+    config_hash,
+    run_lock,
+    store_config,
+    write_json,
+)
+from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EndState
 
 
@@ -51,18 +61,27 @@ def prepare_out_dir(out: Path) -> None:
         raise UsageError(f"--out {out} cannot be created: {exc.strerror}") from exc
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
 def is_finished(path: Path) -> bool:
-    """A log counts as done when it ends with episode_end and the environment did not break it."""
+    """A log counts as done when it ends with episode_end and the environment did not break it.
+
+    A log with a corrupted line (not a torn last line) counts as unfinished: it is moved to
+    ``events/failed/`` (kept, not deleted) and the episode is replayed."""
     if not path.exists():
         return False
-    summary = summarize_log(path)
+    try:
+        summary = summarize_log(path)
+    except CorruptLogError:
+        failed = path.parent / "failed"
+        failed.mkdir(exist_ok=True)
+        path.rename(failed / f"{path.stem}.corrupt-{uuid.uuid4().hex[:6]}.jsonl")
+        return False
     return summary is not None and summary.end is not EndState.ERROR
+
+
+def warmup_spec(config: RunConfig, agent: RunConfig | None) -> dict[str, Any]:
+    """The warm-up part of a run's identity: who plays it, with which settings."""
+    player = agent if agent is not None else config
+    return {"played_by": player.name, "config_hash": config_hash(player)}
 
 
 def evaluate(
@@ -78,74 +97,112 @@ def evaluate(
     warmup: bool = False,
     warmup_episodes: list[Episode] | None = None,
     warmup_agent: RunConfig | None = None,
+    overrides: list[str] | None = None,
+    restart: bool = False,
+    extend: bool = False,
 ) -> dict[str, Any]:
     """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics,
     also written to metrics.json.
 
     ``on_episode(outcome, done, total)`` is called after each episode (outcome None = already done).
     ``warmup``: first play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup
-    (``run_warmup``), with ``warmup_agent`` playing them when given.
+    (``run_warmup``), with ``warmup_agent`` playing them when given. ``restart`` discards a run
+    already in DIR; ``extend`` adds this selection to it (``rundir.claim_run``); ``overrides`` are
+    recorded in run.json.
     """
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if executor not in EXECUTORS:
         raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
-    check_models(config)  # a model server that is down fails here, before anything is written
     if warmup:
-        run_warmup(
-            config,
+        _check_warmup(config, warmup_agent)
+    check_models(config)  # a model server that is down fails here, before anything is written
+    prepare_out_dir(out)
+    with run_lock(out):
+        record = claimed_run(out) or claim_run(
             out,
-            warmup_episodes,
-            agent=warmup_agent,
+            config,
+            [e.episode_id for e in episodes],
+            overrides=overrides,
+            warmup=warmup_spec(config, warmup_agent) if warmup else None,
+            workers=workers,
+            executor=executor,
+            restart=restart,
+            extend=extend,
+        )
+        placed = store_config(config, out)
+        if warmup:
+            run_warmup(
+                placed,
+                out,
+                warmup_episodes,
+                agent=warmup_agent,
+                workers=workers,
+                retries=retries,
+                executor=executor,
+                ray_address=ray_address,
+            )
+        selection = [Episode.from_id(i) for i in record.episodes]
+        events_dir = out / "events"
+        todo = [e for e in selection if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
+        done = len(selection) - len(todo)
+        if on_episode:
+            for i in range(done):
+                on_episode(None, i + 1, len(selection))
+
+        def finished(outcome: EpisodeOutcome) -> None:
+            nonlocal done
+            done += 1
+            if on_episode:
+                on_episode(outcome, done, len(selection))
+
+        run_episodes(
+            placed,
+            todo,
+            events_dir,
             workers=workers,
             retries=retries,
             executor=executor,
             ray_address=ray_address,
+            on_outcome=finished,
+            run_id=record.run_id,
         )
-    prepare_out_dir(out)
-    events_dir = out / "events"
-    (out / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
-    _write_json(
-        out / "run.json",
-        {
-            "command": sys.argv,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "config_name": config.name,
-            "workers": workers,
-            "executor": executor,
-            "versions": versions(),
-            "git_commit": git_commit(),
-            "episodes": [str(e) for e in episodes],
-        },
-    )
-    todo = [e for e in episodes if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
-    done = len(episodes) - len(todo)
-    if on_episode:
-        for i in range(done):
-            on_episode(None, i + 1, len(episodes))
-
-    def finished(outcome: EpisodeOutcome) -> None:
-        nonlocal done
-        done += 1
-        if on_episode:
-            on_episode(outcome, done, len(episodes))
-
-    run_episodes(
-        config,
-        todo,
-        events_dir,
-        workers=workers,
-        retries=retries,
-        executor=executor,
-        ray_address=ray_address,
-        on_outcome=finished,
-    )
-    metrics = run_metrics(events_dir, [e.episode_id for e in episodes])
-    _write_json(out / "metrics.json", metrics)
+        metrics = run_metrics(events_dir, record.episodes)
+        write_json(out / "metrics.json", metrics)
     return metrics
 
 
 WARMUP_DIR = "warmup"
+
+
+def _check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:
+    """The warm-up's player, or a UsageError before anything is written."""
+    if not config.amm.enabled:
+        raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
+    player = agent if agent is not None else config
+    if player.agent.kind != "swiftsage":
+        raise UsageError(
+            f"--warmup needs agent.kind swiftsage (the one with AMM), not {player.agent.kind} "
+            f"(config {player.name})"
+        )
+    return player
+
+
+def _warmup_run_id(out: Path) -> str:
+    """The run id the warm-up's records carry: the claimed run's, or the warm-up's own when it is
+    played alone (``run_warmup`` called directly), kept in warmup/run.json across resumes."""
+    record = claimed_run(out)
+    if record is not None:
+        return record.run_id
+    previous = out / WARMUP_DIR / "run.json"
+    if previous.is_file():
+        try:
+            known = json.loads(previous.read_text(encoding="utf-8")).get("run_id")
+        except (OSError, ValueError):
+            known = None
+        if isinstance(known, str) and known:
+            return known
+    return uuid.uuid4().hex[:12]
 
 
 def run_warmup(
@@ -169,25 +226,17 @@ def run_warmup(
     fills the store in about a minute where the embedded LLM needs hours on 2 cores. The records are
     then those the fast pathway found worth keeping (a different memory regime; README says which).
 
-    Logs go to DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes
-    are skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
+    The store is the run's: ``DIR/memory.sqlite`` unless ``amm.path`` names one. Logs go to
+    DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes are
+    skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
     lets them write even when ``amm.mode`` is frozen (read-only afterwards). ``on_episode`` as in
     ``evaluate``."""
     from fastslow.env.episodes import select_episodes
 
-    if not config.amm.enabled:
-        raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
-    player = agent if agent is not None else config
-    if player.agent.kind != "swiftsage":
-        raise UsageError(
-            f"--warmup needs agent.kind swiftsage (the one with AMM), not {player.agent.kind} "
-            f"(config {player.name})"
-        )
+    player = _check_warmup(config, agent)
     chosen = episodes if episodes is not None else select_episodes("warmup", None, None, None)
+    config = store_config(config, out)
     target = out / WARMUP_DIR
-    prepare_out_dir(target)
-    events_dir = target / "events"
-    todo = [e for e in chosen if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
     warm = player.model_copy(
         update={
             "amm": config.amm,
@@ -196,33 +245,40 @@ def run_warmup(
     )
     if agent is not None:
         check_models(warm)
-    _write_json(
-        target / "run.json",
-        {
-            "played_by": warm.name,
-            "store": config.amm.model_dump(mode="json"),
-            "episodes": [str(e) for e in chosen],
-        },
-    )
-    outcomes: list[EpisodeOutcome] = []
-    skipped = len(chosen) - len(todo)
-    if on_episode:
-        for i in range(skipped):
-            on_episode(None, i + 1, len(chosen))
-
-    def finished(outcome: EpisodeOutcome) -> None:
-        outcomes.append(outcome)
+    prepare_out_dir(target)
+    with run_lock(out):
+        run_id = _warmup_run_id(out)
+        events_dir = target / "events"
+        todo = [e for e in chosen if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
+        write_json(
+            target / "run.json",
+            {
+                "run_id": run_id,
+                "played_by": warm.name,
+                "store": config.amm.model_dump(mode="json"),
+                "episodes": [e.episode_id for e in chosen],
+            },
+        )
+        outcomes: list[EpisodeOutcome] = []
+        skipped = len(chosen) - len(todo)
         if on_episode:
-            on_episode(outcome, skipped + len(outcomes), len(chosen))
+            for i in range(skipped):
+                on_episode(None, i + 1, len(chosen))
 
-    run_episodes(
-        warm,
-        todo,
-        events_dir,
-        workers=workers,
-        retries=retries,
-        executor=executor,
-        ray_address=ray_address,
-        on_outcome=finished,
-    )
+        def finished(outcome: EpisodeOutcome) -> None:
+            outcomes.append(outcome)
+            if on_episode:
+                on_episode(outcome, skipped + len(outcomes), len(chosen))
+
+        run_episodes(
+            warm,
+            todo,
+            events_dir,
+            workers=workers,
+            retries=retries,
+            executor=executor,
+            ray_address=ray_address,
+            on_outcome=finished,
+            run_id=f"{run_id}/{WARMUP_DIR}",
+        )
     return outcomes

@@ -3,13 +3,24 @@
 Each worker owns one ScienceWorld JVM and one agent (per seed) and reuses them across episodes; every episode
 writes its own event log, so workers never share a file. An episode the environment broke (the JVM
 died) is retried with a fresh JVM a bounded number of times; each failed attempt's log is kept in
-``events/failed/``. With Ray, DIR must be on storage every node can write (a shared filesystem).
+``events/failed/``. Before each attempt the AMM records an earlier, unfinished attempt wrote are
+removed, so a replay does not find its own ghost in the store. With Ray, DIR must be on storage every
+node can write (a shared filesystem).
+
+No orphans: a local worker watches its parent and exits the moment the eval process is gone, however
+it died (its JVM follows: py4j's JVM exits when its stdin closes); an eval that fails cancels the
+queued episodes and stops its workers instead of waiting for them.
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
+import logging
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -19,18 +30,41 @@ from fastslow.agents import Agent, make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.errors import UsageError
+from fastslow.errors import OutputError, UsageError
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import EndState, JsonlWriter
 
+log = logging.getLogger(__name__)
+
 EXECUTORS = ("local", "ray")
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+"""OS errors that mean "the output cannot be written" (as opposed to a bug or a broken connection)."""
+
+
+def _ship(config: RunConfig) -> str:
+    """The config as JSON for our own worker processes: with secrets (run records never carry them)."""
+    return config.model_dump_json(context={"secrets": True})
+
+
+def _purge_records(config: RunConfig, memory_key: str) -> None:
+    """Remove the AMM records an unfinished attempt of this episode wrote (none on a first attempt)."""
+    if not config.amm.enabled:
+        return
+    from fastslow.controller.hooks import process_amm
+    from fastslow.memory.stores import MemoryStoreError
+
+    try:
+        process_amm(config.amm).store.delete_episode(memory_key)
+    except MemoryStoreError as exc:
+        # The store is failing: the episode's own writes will fall back and be counted; say it here.
+        log.warning("could not remove the records of an earlier attempt of %s: %s", memory_key, exc)
 
 
 class _Worker:
     """One ScienceWorld JVM and one agent, reused across the episodes a worker plays."""
 
-    def __init__(self, config: RunConfig, events_dir: Path, retries: int) -> None:
-        self.config, self.events_dir, self.retries = config, events_dir, retries
+    def __init__(self, config: RunConfig, events_dir: Path, retries: int, run_id: str = "") -> None:
+        self.config, self.events_dir, self.retries, self.run_id = config, events_dir, retries, run_id
         env_cfg = config.env
         self.env = ScienceWorldAdapter(env_cfg.simplification, env_cfg.step_limit, env_cfg.jvm_timeout_s)
         self.agents: dict[int | None, tuple[RunConfig, Agent]] = {None: (config, make_agent(config))}
@@ -48,16 +82,27 @@ class _Worker:
         path = self.events_dir / f"{episode.episode_id}.jsonl"
         config, agent = self._agent(episode.seed)
         attempt = 0
-        while True:
-            attempt += 1
-            path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
-            with JsonlWriter(path) as writer:
-                outcome = run_episode(self.env, agent, episode, config, writer)
-            if outcome.end is not EndState.ERROR or attempt > self.retries:
-                return outcome
-            failed = self.events_dir / "failed"
-            failed.mkdir(exist_ok=True)
-            path.rename(failed / f"{episode.episode_id}.attempt{attempt}.jsonl")
+        try:
+            while True:
+                attempt += 1
+                path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
+                _purge_records(config, self._memory_key(episode))
+                with JsonlWriter(path) as writer:
+                    outcome = run_episode(self.env, agent, episode, config, writer, run_id=self.run_id)
+                if outcome.end is not EndState.ERROR or attempt > self.retries:
+                    return outcome
+                failed = self.events_dir / "failed"
+                failed.mkdir(exist_ok=True)
+                path.rename(failed / f"{episode.episode_id}.attempt{attempt}.jsonl")
+        except OSError as exc:
+            # A full disk or a read-only file system: one line for the user; the logs already written
+            # stay, and the unfinished one is replayed by the same command once there is room.
+            if exc.errno not in _STORAGE_ERRNOS:
+                raise
+            raise OutputError(f"cannot write the event log {path}: {exc.strerror or exc}") from None
+
+    def _memory_key(self, episode: Episode) -> str:
+        return f"{self.run_id}/{episode.episode_id}" if self.run_id else episode.episode_id
 
     def close(self) -> None:
         self.env.close()
@@ -67,9 +112,28 @@ _WORKER: _Worker | None = None
 """The worker of a local worker process (set by the pool initializer)."""
 
 
-def _init_worker(config_json: str, events_dir: str, retries: int) -> None:
+PARENT_POLL_S = 0.5
+"""How often a worker checks that the eval process that started it is still alive."""
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker as soon as ``parent`` is gone (reparented: the eval was killed, even with -9).
+
+    A thread polling the parent pid works whatever killed it and on any POSIX system; ``os._exit``
+    skips cleanup that could block on the dead parent's pipes, and the JVM exits with our stdin."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="fastslow-parent-watch", daemon=True).start()
+
+
+def _init_worker(config_json: str, events_dir: str, retries: int, run_id: str, parent: int) -> None:
     global _WORKER
-    _WORKER = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries)
+    _exit_with_parent(parent)
+    _WORKER = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries, run_id)
     atexit.register(_WORKER.close)
 
 
@@ -85,9 +149,10 @@ def _run_local(
     workers: int,
     retries: int,
     on_outcome: Callable[[EpisodeOutcome], None],
+    run_id: str,
 ) -> None:
     if workers == 1 or len(todo) <= 1:
-        worker = _Worker(config, events_dir, retries)
+        worker = _Worker(config, events_dir, retries, run_id)
         try:
             for episode in todo:
                 on_outcome(worker.play(episode))
@@ -96,17 +161,27 @@ def _run_local(
         return
     # spawn, not fork: each worker starts its own py4j gateway and JVM from a clean interpreter.
     ctx = multiprocessing.get_context("spawn")
-    initargs = (config.model_dump_json(), str(events_dir), retries)
-    with ProcessPoolExecutor(min(workers, len(todo)), ctx, _init_worker, initargs) as pool:
+    initargs = (_ship(config), str(events_dir), retries, run_id, os.getpid())
+    pool = ProcessPoolExecutor(min(workers, len(todo)), ctx, _init_worker, initargs)
+    try:
         for future in as_completed([pool.submit(_play_in_worker, e) for e in todo]):
             on_outcome(future.result())
+    except BaseException:
+        # An error (disk full, a bug) or Ctrl-C: do not play the queued episodes into the folder, and
+        # do not wait for the ones in flight; their logs stay unfinished and are replayed on resume.
+        processes = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        raise
+    pool.shutdown(wait=True)
 
 
 class _RayWorker:
     """A Ray actor body: owns one JVM and agent, closes them when asked or when the actor exits."""
 
-    def __init__(self, config_json: str, events_dir: str, retries: int) -> None:
-        self.worker = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries)
+    def __init__(self, config_json: str, events_dir: str, retries: int, run_id: str) -> None:
+        self.worker = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries, run_id)
         atexit.register(self.worker.close)
 
     def play(self, episode: Episode) -> EpisodeOutcome:
@@ -124,6 +199,7 @@ def _run_ray(
     retries: int,
     on_outcome: Callable[[EpisodeOutcome], None],
     address: str | None,
+    run_id: str,
 ) -> None:
     try:
         import ray
@@ -138,7 +214,7 @@ def _run_ray(
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     actor_cls: Any = ray.remote(num_cpus=1)(_RayWorker)
     actors = [
-        actor_cls.remote(config.model_dump_json(), str(events_dir.resolve()), retries)
+        actor_cls.remote(_ship(config), str(events_dir.resolve()), retries, run_id)
         for _ in range(min(workers, len(todo)))
     ]
     try:
@@ -163,11 +239,15 @@ def run_episodes(
     executor: str,
     ray_address: str | None,
     on_outcome: Callable[[EpisodeOutcome], None],
+    run_id: str = "",
 ) -> None:
-    """Play ``todo`` into ``events_dir``, calling ``on_outcome`` as each episode finishes."""
+    """Play ``todo`` into ``events_dir``, calling ``on_outcome`` as each episode finishes.
+
+    ``run_id`` qualifies the AMM records the episodes write (``<run_id>/<episode_id>``), so a store
+    shared by several runs on purpose can still tell whose attempt a record came from."""
     if not todo:
         return
     if executor == "ray":
-        _run_ray(config, todo, events_dir, workers, retries, on_outcome, ray_address)
+        _run_ray(config, todo, events_dir, workers, retries, on_outcome, ray_address, run_id)
     else:
-        _run_local(config, todo, events_dir, workers, retries, on_outcome)
+        _run_local(config, todo, events_dir, workers, retries, on_outcome, run_id)

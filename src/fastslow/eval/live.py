@@ -1,6 +1,9 @@
 """What a person watching a run sees: a live step table for ``run``, a progress bar for ``eval``.
 
-Both are event sinks or callbacks on top of the same runner; nothing here changes what is logged.
+The step table shows, under each env step, the mechanisms the paper adds (§3.1 AMM writes and
+injections, §3.2 SRM Gate-1 drops and repairs, stagnation reports, Critic calls and their effect) next
+to SwiftSage's own (§3: escalations, Sage calls). Both are event sinks or callbacks on top of the same
+runner; nothing here changes what is logged.
 """
 
 from __future__ import annotations
@@ -21,92 +24,192 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
+from rich.text import Text
 
 from fastslow.agents import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.evaluate import evaluate, prepare_out_dir, run_warmup
+from fastslow.eval.rundir import store_config
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import (
     BufferClear,
+    CriticCall,
+    CriticEffect,
     EnvStep,
     EpisodeEnd,
     EpisodeStart,
     Escalation,
     Event,
     FanOut,
+    GateDecision,
+    GateOutcome,
     JsonlWriter,
+    MemoryFallback,
+    MemoryInjection,
+    MemoryWrite,
     ModelCall,
     SageCall,
+    StagnationReport,
 )
 
 SOURCE_STYLE = {"oracle": "cyan", "swift": "green", "sage": "magenta", "critic": "yellow"}
+INDENT = "     "
+"""Mechanism notes sit under their step line, indented past the step number."""
+_FIXED = 23
+"""Columns of a step line besides action and observation: step (4), source (6), score (4), reward (4)
+and the five spaces between the six columns."""
 
 
 def _clip(text: str, width: int) -> str:
     flat = " ".join(text.split())
+    width = max(width, 1)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _quote(actions: list[str]) -> str:
+    return " | ".join(actions)
+
+
 class StepPrinter:
-    """Prints one line per env step (and per model call) as events arrive."""
+    """Prints one line per env step, then one indented line per mechanism event of that step.
+
+    A note printed under step N carries ``step`` N in the event log: what happened after step N, while
+    the next action was being chosen (Gate-1's drops and repairs, Sage and Critic calls) or judged
+    (stagnation, the Critic's effect). Every line is clipped to the console's width (80 columns in a
+    plain terminal) instead of wrapping, so the step column stays readable.
+    """
 
     def __init__(self, console: Console) -> None:
         self.console = console
 
+    @property
+    def _width(self) -> int:
+        return self.console.width
+
+    @property
+    def _action_width(self) -> int:
+        # The action gets about half of what the fixed columns leave (it is what a reader scans for),
+        # at most 40 columns (longer ScienceWorld actions are rare); the observation gets the rest.
+        return min(40, max(12, (self._width - _FIXED) // 2 + 4))
+
+    def _line(self, text: Text) -> None:
+        # Clipped already; no_wrap/crop also keep a line whole if a character is wider than it counts.
+        self.console.print(text, no_wrap=True, overflow="ellipsis", crop=True, highlight=False)
+
+    def _note(self, label: str, style: str, detail: str) -> None:
+        room = self._width - len(INDENT) - len(label) - 1
+        self._line(Text.assemble(INDENT, (label, style), " ", (_clip(detail, room), "dim")))
+
     def emit(self, event: Event) -> None:
         if isinstance(event, EpisodeStart):
             self.console.rule(
-                f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}"
+                _clip(
+                    f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}",
+                    self._width - 4,
+                )
             )
-            self.console.print(_clip(event.task_description, 400), style="dim")
-            table = Table.grid(padding=(0, 1))
-            for _ in range(5):
-                table.add_column()
-            table.add_row("[bold]step", "[bold]source", "[bold]action", "[bold]score", "[bold]observation")
-            self.console.print(table)
+            self.console.print(_clip(event.task_description, 400), style="dim", markup=False, highlight=False)
+            a = self._action_width
+            self._line(Text(f"step source {'action':<{a}} score     observation", style="bold"))
         elif isinstance(event, EnvStep):
-            style = SOURCE_STYLE.get(event.source, "white")
-            reward = (
-                f" (+{event.reward})" if event.reward > 0 else (f" ({event.reward})" if event.reward else "")
-            )
-            self.console.print(
-                f"{event.step:>4} [{style}]{event.source:<7}[/{style}] {_clip(event.action, 48):<48} "
-                f"{event.score:>4}{reward:<6} [dim]{_clip(event.observation, 70)}[/dim]",
-                highlight=False,
-            )
-            if event.reason and event.source not in ("oracle", "swift"):
-                self.console.print(f"     [dim]why: {_clip(event.reason, 100)}[/dim]", highlight=False)
+            self._env_step(event)
         elif isinstance(event, ModelCall):
-            status = f"[red]{event.error}[/red]" if event.error else "ok"
-            self.console.print(
-                f"     [dim]{event.role}: {event.backend}/{event.model} {event.prompt_tokens}+"
-                f"{event.completion_tokens} tok {event.latency_s:.1f}s {status}[/dim]",
-                highlight=False,
+            status = f"error: {event.error}" if event.error else "ok"
+            self._note(
+                event.role,
+                "red" if event.error else "dim",
+                f"{event.backend}/{event.model} {event.prompt_tokens}+{event.completion_tokens} tok "
+                f"{event.latency_s:.1f}s {status}",
             )
         elif isinstance(event, Escalation):
             outcome = f"sage {event.blocked}, swift acts" if event.blocked else "calling sage"
-            self.console.print(
-                f"     [magenta]escalate[/magenta] [dim]{event.rule}: {_clip(event.detail, 70)} "
-                f"-> {outcome}[/dim]",
-                highlight=False,
-            )
+            self._note("escalate", "magenta", f"{event.rule}: {event.detail} -> {outcome}")
         elif isinstance(event, SageCall):
-            result = f"[red]{_clip(event.error, 60)}[/red]" if event.error else f"{len(event.actions)} act."
+            result = f"error: {event.error}" if event.error else f"{len(event.actions)} act."
             retry = " (retried)" if event.retried else ""
-            self.console.print(
-                f"     [magenta]sage[/magenta] [dim]{event.model_calls} calls {event.latency_s:.1f}s: "
-                f"{result}{retry} {_clip(' | '.join(event.actions), 80)}[/dim]",
-                highlight=False,
+            self._note(
+                "sage",
+                "red" if event.error else "magenta",
+                f"{event.model_calls} calls {event.latency_s:.1f}s: {result}{retry} {_quote(event.actions)}",
             )
         elif isinstance(event, BufferClear):
-            self.console.print(f"     [dim]buffer cleared: {event.reason}[/dim]", highlight=False)
+            self._note("buffer", "dim", f"cleared: {event.reason}")
+        elif isinstance(event, GateDecision):
+            self._gate(event)
+        elif isinstance(event, StagnationReport):
+            others = f" (+{', '.join(event.patterns[1:])})" if len(event.patterns) > 1 else ""
+            steps = ",".join(str(s) for s in event.evidence_steps)
+            avoid = f"; avoid {_quote(event.avoid)}" if event.avoid else ""
+            self._note("stagnation", "yellow", f"{event.pattern}{others} at steps {steps}{avoid}")
+        elif isinstance(event, CriticCall):
+            result = (
+                f"error: {event.error}"
+                if event.error
+                else f"{len(event.actions)} act. {_quote(event.actions)}"
+            )
+            self._note(
+                "critic",
+                "red" if event.error else "yellow",
+                f"{event.kind} on {event.pattern}, {event.budget_left} left: {result}",
+            )
+        elif isinstance(event, CriticEffect):
+            verdict = "effective" if event.effective else "not effective"
+            self._note(
+                "critic",
+                "yellow" if event.effective else "dim",
+                f"call of step {event.call_step} {verdict} ({event.reason}), "
+                f"score {event.score_before} -> {event.score_after}",
+            )
+        elif isinstance(event, MemoryWrite):
+            self._note("memory", "blue", f"write {event.tag}/{event.subtag}")
+        elif isinstance(event, MemoryInjection):
+            self._note(
+                "memory",
+                "blue",
+                f"{event.trigger} -> {event.target}: {event.n} record{'' if event.n == 1 else 's'}, "
+                f"{event.chars} chars",
+            )
+        elif isinstance(event, MemoryFallback):
+            where = f" ({event.target})" if event.target else ""
+            self._note("memory", "dim", f"{event.trigger} fallback{where}: {event.reason}")
         elif isinstance(event, EpisodeEnd):
+            error = f" · {event.error}" if event.error else ""
             self.console.rule(
-                f"{event.end.value} · score {event.final_score} · {event.steps} steps · {event.wall_s:.1f}s"
-                + (f" · {event.error}" if event.error else "")
+                _clip(
+                    f"{event.end.value} · score {event.final_score} · {event.steps} steps · "
+                    f"{event.wall_s:.1f}s{error}",
+                    self._width - 4,
+                )
+            )
+
+    def _env_step(self, event: EnvStep) -> None:
+        a = self._action_width
+        reward = f"+{event.reward}" if event.reward > 0 else (str(event.reward) if event.reward else "")
+        observation = _clip(event.observation, self._width - _FIXED - a)
+        self._line(
+            Text.assemble(
+                f"{event.step:>4} ",
+                (f"{_clip(event.source, 6):<6}", SOURCE_STYLE.get(event.source, "white")),
+                f" {_clip(event.action, a):<{a}} {event.score:>4} {reward:<4} ",
+                (observation, "dim"),
+            )
+        )
+        if event.reason and event.source not in ("oracle", "swift"):
+            self._note("why", "dim", event.reason)
+
+    def _gate(self, event: GateDecision) -> None:
+        # Accepted actions are the normal case and show on the next step line; only what Gate-1 changed
+        # or refused is a note.
+        if event.outcome is GateOutcome.DROP:
+            detail = f" ({event.detail})" if event.detail else ""
+            self._note("gate drop", "red", f"{event.source} '{event.original}': {event.reason}{detail}")
+        elif event.outcome is GateOutcome.REPAIR:
+            self._note(
+                "gate repair",
+                "yellow",
+                f"{event.source} '{event.original}' -> '{event.action}' ({event.rule})",
             )
 
 
@@ -114,6 +217,7 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
     """``fastslow run``: one episode with the live view; events go to OUT/events/<episode>.jsonl."""
     out = out or Path("runs") / f"{config.name}-{episode.episode_id}-{time.strftime('%Y%m%d-%H%M%S')}"
     prepare_out_dir(out)
+    config = store_config(config, out)  # AMM's store is this run's own (OUT/memory.sqlite) unless named
     agent = make_agent(config)
     path = out / "events" / f"{episode.episode_id}.jsonl"
     path.unlink(missing_ok=True)
@@ -134,8 +238,13 @@ ProgressCallback = Callable[[EpisodeOutcome | None, int, int], None]
 @contextmanager
 def _progress_bar(console: Console, label: str, total: int | None) -> Iterator[ProgressCallback]:
     """A rich progress bar (ETA, running mean score, last episode) and the ``on_episode`` callback
-    that moves it (``total`` None: learnt from the first callback)."""
+    that moves it (``total`` None: learnt from the first callback).
+
+    Each distinct warning an episode reports (``EpisodeOutcome.warnings``) is printed once, in yellow
+    above the bar: a full disk or a failing model server usually hits every episode, and the person
+    watching needs to hear it, not read it 271 times."""
     scores: list[float] = []
+    warned: set[str] = set()
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -149,6 +258,11 @@ def _progress_bar(console: Console, label: str, total: int | None) -> Iterator[P
 
         def on_episode(outcome: EpisodeOutcome | None, done: int, total: int) -> None:
             if outcome is not None:
+                for warning in outcome.warnings:
+                    if warning not in warned:
+                        warned.add(warning)
+                        # progress.console prints above the live bar instead of tearing it.
+                        progress.console.print(Text(f"warning: {warning}", style="yellow"), highlight=False)
                 scores.append(max(outcome.final_score, 0))
                 last = f"{outcome.episode} -> {outcome.final_score} ({outcome.end.value})"
             else:

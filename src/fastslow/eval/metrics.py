@@ -234,10 +234,14 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
       vs. that came from the buffer (Sage or Critic plans), pooled over episodes;
     - ``system2_calls_per_episode``: Sage rounds (``sage_call`` events) plus Critic model calls per episode;
     - ``llm_tokens_per_action``: prompt + completion tokens of every model call / env steps;
-    - ``llm_seconds_per_episode``: summed model-call latency per episode.
+    - ``llm_seconds_per_episode``: summed model-call latency per episode;
+    - ``model_calls`` / ``model_call_errors`` (by role): calls made and calls that failed for good
+      (after their retries); a failed call still counts as a System-2 call - it was made and waited
+      for - so the error counter is what tells a run with a broken server from a normal one.
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
-    n_eps = steps = swift_steps = buffer_steps = system2 = tokens = 0
+    n_eps = steps = swift_steps = buffer_steps = system2 = tokens = calls = 0
+    errors: dict[str, int] = defaultdict(int)
     llm_s = 0.0
     for events in episodes:
         evs = list(events)
@@ -252,9 +256,12 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
             elif isinstance(e, SageCall):
                 system2 += 1
             elif isinstance(e, ModelCall):
+                calls += 1
                 tokens += e.prompt_tokens + e.completion_tokens
                 llm_s += e.latency_s
                 system2 += e.role == "critic"
+                if e.error:
+                    errors[e.role] += 1
     return {
         "episodes": n_eps,
         "env_steps": steps,
@@ -263,6 +270,9 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "system2_calls_per_episode": round(system2 / n_eps, 4) if n_eps else None,
         "llm_tokens_per_action": round(tokens / steps, 2) if steps else None,
         "llm_seconds_per_episode": round(llm_s / n_eps, 3) if n_eps else None,
+        "model_calls": calls,
+        "model_call_errors": sum(errors.values()),
+        "model_call_errors_by_role": dict(sorted(errors.items())),
     }
 
 
@@ -342,6 +352,9 @@ def memory_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "triggers_per_episode": {t: mean(lambda r, t=t: r["triggers"][t]) for t in MEMORY_TRIGGERS},
         "injections_per_episode": {t: mean(lambda r, t=t: r["injections"][t]) for t in MEMORY_TARGETS},
         "fallbacks_per_episode": mean(lambda r: sum(r["fallbacks"].values())),
+        # A store that cannot be written or read turns into fallbacks; counted on their own so a broken
+        # store is not mistaken for a quiet memory (MemoryFallback reasons "store_error: <cause>").
+        "store_errors": sum(r["fallbacks"].get("store_error", 0) for r in rows),
     }
 
 

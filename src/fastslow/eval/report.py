@@ -306,6 +306,25 @@ def trajectories(run: Run, limit: int = VIEWER_EPISODES) -> list[dict[str, Any]]
     return episodes
 
 
+def run_warnings(run: Run) -> list[str]:
+    """What a reader must know before trusting a run's numbers: failed model calls, a memory store that
+    failed, episodes the environment broke (all counted in metrics.json from the event logs)."""
+    found = []
+    usage = run.metrics.get("usage", {})
+    if usage.get("model_call_errors"):
+        roles = ", ".join(f"{k} {v}" for k, v in usage.get("model_call_errors_by_role", {}).items())
+        found.append(
+            f"{run.name}: {usage['model_call_errors']} of {usage.get('model_calls')} model calls failed "
+            f"({roles}); those steps fell back to Swift or the baseline prompt"
+        )
+    store_errors = run.metrics.get("mechanisms", {}).get("memory", {}).get("store_errors")
+    if store_errors:
+        found.append(f"{run.name}: the AMM store failed {store_errors} times (memory_fallback store_error)")
+    if run.metrics.get("errors"):
+        found.append(f"{run.name}: {run.metrics['errors']} episodes ended in an environment error")
+    return found
+
+
 def write_report(dirs: list[Path], out: Path) -> Path:
     """Write report.md, *.csv, *.png and report.html into ``out``; return the HTML path."""
     runs = [load_run(d) for d in dirs]
@@ -329,6 +348,9 @@ def write_report(dirs: list[Path], out: Path) -> Path:
     if any("seeds" in r.metrics for r in runs):
         tables["seeds"] = ("Seeds", seeds_table(runs))
     md = ["# fastslow report", "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
+    warnings = [w for r in runs for w in run_warnings(r)]
+    if warnings:
+        md += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
     for key, (title, table) in tables.items():
         with open(out / f"{key}.csv", "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
@@ -343,6 +365,7 @@ def write_report(dirs: list[Path], out: Path) -> Path:
     env = Environment(loader=loader, autoescape=select_autoescape(["j2"]))
     page = env.get_template("report.html.j2").render(
         runs=runs,
+        warnings=warnings,
         tables=[(title, table) for title, table in tables.values()],
         images={name: base64.b64encode(png).decode() for name, png in images.items()},
         trajectories_json=json.dumps([ep for r in runs for ep in trajectories(r)]).replace("</", "<\\/"),

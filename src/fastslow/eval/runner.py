@@ -20,7 +20,16 @@ from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
 from fastslow.env.tasks import get_task
 from fastslow.errors import EnvError
-from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, EventSink
+from fastslow.events import (
+    EndState,
+    EnvStep,
+    EpisodeEnd,
+    EpisodeStart,
+    Event,
+    EventSink,
+    MemoryFallback,
+    ModelCall,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,9 @@ class EpisodeOutcome:
     steps: int
     wall_s: float
     error: str | None = None
+    warnings: tuple[str, ...] = ()
+    """Problems worth telling the person running the eval, once each (a memory store that fails, a
+    model server that errors): the first occurrence of each kind in this episode, with its real cause."""
 
 
 @cache
@@ -75,11 +87,36 @@ def _header(episode: Episode, config: RunConfig, task_description: str) -> Episo
     )
 
 
+class _WarningTap:
+    """Passes events on and keeps the first failure of each kind worth telling the user about: a
+    memory store that cannot be written or read, a model call that failed for good."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.warnings: dict[str, str] = {}
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, MemoryFallback) and event.reason.startswith("store_error"):
+            self.warnings.setdefault("store", f"memory store: {event.reason.removeprefix('store_error: ')}")
+        elif isinstance(event, ModelCall) and event.error:
+            self.warnings.setdefault(f"model:{event.role}", f"{event.role} model call failed: {event.error}")
+        self.sink.emit(event)
+
+
 def run_episode(
-    env: ScienceWorldAdapter, agent: Agent, episode: Episode, config: RunConfig, sink: EventSink
+    env: ScienceWorldAdapter,
+    agent: Agent,
+    episode: Episode,
+    config: RunConfig,
+    sink: EventSink,
+    run_id: str = "",
 ) -> EpisodeOutcome:
-    """Play one episode to its end and emit episode_start, env_step..., episode_end."""
+    """Play one episode to its end and emit episode_start, env_step..., episode_end.
+
+    ``run_id`` names the run the episode belongs to (AMM records carry it, see ``EpisodeContext``)."""
     start = time.perf_counter()
+    tap = _WarningTap(sink)
+    sink = tap
     env.step_limit = config.env.step_limit
     end, error = EndState.ERROR, None
     result: StepResult | None = None
@@ -89,7 +126,7 @@ def run_episode(
         finally:
             sink.emit(_header(episode, config, result.task_description if result else ""))
         ctx = EpisodeContext(
-            get_task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions
+            get_task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions, run_id
         )
         agent.reset(ctx, result)
         while not result.done:
@@ -122,4 +159,4 @@ def run_episode(
     moves = result.moves if result is not None else 0
     wall = time.perf_counter() - start
     sink.emit(EpisodeEnd(end=end, final_score=score, steps=steps, moves=moves, wall_s=wall, error=error))
-    return EpisodeOutcome(episode, end, score, steps, wall, error)
+    return EpisodeOutcome(episode, end, score, steps, wall, error, tuple(tap.warnings.values()))

@@ -6,15 +6,54 @@ are config diffs. AMM is informational: none of these settings can change which 
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, FieldSerializationInfo, field_serializer, field_validator
 
 from fastslow.strict import StrictModel
 
 StoreKind = Literal["sqlite", "postgres"]
 MemoryMode = Literal["online", "frozen"]
 BudgetUnit = Literal["chars", "tokens"]
+
+SECRETS_CONTEXT_KEY = "secrets"
+"""Serialization context key: ``model_dump(context={"secrets": True})`` keeps the DSN's password.
+
+Every other dump (config.yaml, run.json, event headers, ``fastslow config show``) redacts it; only the
+harness, shipping the config to its own worker processes, needs the real DSN."""
+
+TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,56}$")
+"""A PostgreSQL table name the store accepts: it is interpolated into SQL, so only a plain lower-case
+identifier, with room for the ``_terms`` suffix within PostgreSQL's 63 characters."""
+
+_URL_DSN = re.compile(r"^(?P<scheme>postgres(?:ql)?://)(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
+_URL_QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)[^&#]*", re.IGNORECASE)
+# libpq keyword form: password=secret, password = 'se cret', password='it\'s' (backslash escapes).
+_KV_PASSWORD = re.compile(r"\b(?P<key>password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s']\S*)", re.IGNORECASE)
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` with its password replaced by ``***``, in URL and in key=value form.
+
+    ``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db`` (also a ``?password=``
+    query parameter); ``host=h password='se cret'`` -> ``host=h password=***``.
+    """
+    url = _URL_DSN.match(dsn)
+    if url is None:
+        return _KV_PASSWORD.sub(lambda m: m.group("key") + "***", dsn)
+    rest = url.group("rest")
+    # The authority ends at the first / ? or #; its user info ends at its last @ (a raw @ in a
+    # password is a user's mistake, but must not leak the part after it either).
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    if "@" in authority:
+        userinfo, host = authority.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        authority = f"{userinfo}@{host}"
+    tail = _URL_QUERY_PASSWORD.sub(lambda m: m.group("key") + "***", tail)
+    return url.group("scheme") + authority + tail
 
 
 class SalienceConfig(StrictModel):
@@ -91,12 +130,19 @@ class AmmConfig(StrictModel):
     """Master switch; off reproduces the baseline exactly."""
     store: StoreKind = "sqlite"
     """Memory backend: sqlite (one local file) or postgres (a PostgreSQL server, ``dsn``)."""
-    path: str = "runs/memory.sqlite"
-    """SQLite file of the store (shared by every worker process of a run)."""
+    path: str | None = None
+    """SQLite file of the store (shared by every worker process of a run). None = the run's own store,
+    ``<run dir>/memory.sqlite``, so two runs never share memories unless a path names one on purpose."""
     dsn: str = ""
-    """PostgreSQL connection string; empty means the FASTSLOW_PG_DSN environment variable."""
+    """PostgreSQL connection string; empty means the FASTSLOW_PG_DSN environment variable. A password
+    in it is written as ``***`` in every dump (config.yaml, run.json, event headers): use
+    ``password_env`` instead of putting one here."""
+    password_env: str | None = None
+    """postgres: name of the environment variable holding the password (e.g. FASTSLOW_PG_PASSWORD); the
+    password itself never goes into a config or a log. None = the DSN (or libpq's own ways, such as
+    ``~/.pgpass``) provides it."""
     table: str = "amm_memories"
-    """PostgreSQL table holding the records (created if missing)."""
+    """PostgreSQL table holding the records (created if missing); a lower-case SQL identifier."""
     mode: MemoryMode = "online"
     """online: keep writing during evaluation; frozen: read-only after the warm-up episodes."""
     write: SalienceConfig = SalienceConfig()
@@ -105,3 +151,30 @@ class AmmConfig(StrictModel):
     """Triggers and retrieval sizes."""
     injection: InjectionConfig = InjectionConfig()
     """Prompt-block budgets."""
+
+    @field_validator("table")
+    @classmethod
+    def _table_is_identifier(cls, table: str) -> str:
+        # The name is interpolated into SQL statements: anything but a plain identifier is refused here,
+        # when the config is loaded, not at the first query of a worker.
+        if not TABLE_NAME.match(table):
+            raise ValueError(
+                "must be a lower-case SQL identifier (a-z, 0-9, _, not starting with a digit, at most "
+                f"57 characters), got {table!r}"
+            )
+        return table
+
+    @field_validator("password_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        # A name, not a value: something with '=' or spaces is most likely the password pasted in.
+        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError("must be the name of an environment variable (letters, digits, _)")
+        return name
+
+    @field_serializer("dsn")
+    def _dump_dsn(self, dsn: str, info: FieldSerializationInfo) -> str:
+        context = info.context
+        if isinstance(context, dict) and context.get(SECRETS_CONTEXT_KEY) is True:
+            return dsn
+        return redact_dsn(dsn)

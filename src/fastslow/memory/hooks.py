@@ -24,7 +24,7 @@ from fastslow.memory.config import AmmConfig
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block
 from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.retrieval import MemoryRetriever
-from fastslow.memory.salience import MemoryWriter, is_invalid_feedback
+from fastslow.memory.salience import STORE_ERROR, MemoryWriter, is_invalid_feedback
 from fastslow.memory.stores import BulkStore, MemoryStore, MemoryStoreError, open_store
 from fastslow.swift.base import MemoryHint, Proposal
 
@@ -156,7 +156,7 @@ class AmmHooks:
             try:
                 records = self.retriever.retrieve("T1", traj, self.cfg.retrieval.t1_k, tags, rung=rung)
             except MemoryStoreError as exc:
-                self._fallback(traj, "T1", "swift", f"store_error: {exc}")
+                self._fallback(traj, "T1", "swift", f"{STORE_ERROR}{exc}")
                 break
             ids = tuple(r.id for r in records)
             if ids == previous:
@@ -178,15 +178,15 @@ class AmmHooks:
         try:
             records = self.retriever.retrieve("T4", traj, self.cfg.retrieval.t4_k, PLANNING_TAGS)
         except MemoryStoreError as exc:
-            self._fallback(traj, "T4", "sage", f"store_error: {exc}")
-            return InjectionResult(None, fallback=f"store_error: {exc}")
+            self._fallback(traj, "T4", "sage", f"{STORE_ERROR}{exc}")
+            return InjectionResult(None, fallback=f"{STORE_ERROR}{exc}")
         return self._block(traj, "T4", records, "sage")
 
     def _cache(self, trigger: MemoryTrigger, traj: Trajectory) -> list[MemoryRecord]:
         try:
             records = self.retriever.retrieve(trigger, traj, self.cfg.retrieval.cache_k, ALL_TAGS)
         except MemoryStoreError as exc:
-            self._fallback(traj, trigger, "cache", f"store_error: {exc}")
+            self._fallback(traj, trigger, "cache", f"{STORE_ERROR}{exc}")
             records = []
         self.cache[trigger] = records
         return records

@@ -9,20 +9,28 @@ Critic also sees avoidance memories), then compressed in a fixed order until the
 
 Any failure - nothing to inject, a rendering error, a block that fails the structure check or cannot
 fit the budget - returns a fallback reason instead of text, and the caller keeps the baseline prompt.
+
+Record text comes from the environment and from a store other processes write, so it is data, never
+structure: before formatting, every field that enters a prompt is collapsed to one line, stripped of
+anything that looks like the block's delimiters (``<<<``/``>>>`` and look-alikes, the BEGIN/END marker
+words, chat special-token brackets ``<|``/``|>``, the header line's ``|`` field separator) and cut to
+its own length (``FIELD_CHARS``). A record therefore renders as exactly the lines the template makes,
+and no line of the block starts with text a record chose (a fake ``SYSTEM:`` header, a fake "Reply
+exactly:" format).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
 import jinja2
 
 from fastslow.memory.config import BudgetUnit
-from fastslow.memory.records import MemoryRecord, Tag
+from fastslow.memory.records import MemoryRecord, Tag, one_line
 from fastslow.memory.retrieval import dedup_key
 
 Audience = Literal["swift", "sage", "critic"]
@@ -45,6 +53,31 @@ _LEVELS: tuple[tuple[bool, bool, bool, int | None], ...] = (
 )
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
+FIELD_CHARS: dict[str, int] = {
+    "task": 60,
+    "room": 40,
+    "inventory": 100,
+    "recent": 120,
+    "action": 120,
+    "subtag": 24,
+}
+"""Longest text each record field may put into a block (characters), whatever the budget: one field
+cannot crowd out the others. ScienceWorld's task names, rooms and actions are far shorter; the
+observation's length is ``InjectionConfig.observation_chars`` (then the compression levels)."""
+RECENT_LINES = 5
+"""At most this many recent-context lines per record (records keep ``amm.write.recent_turns``, 3)."""
+
+# Angle brackets and their look-alikes. A run of two or more (or one doubled character) reads as a
+# delimiter like the block's own "<<<" / ">>>"; a single "<" or ">" (the "->" of recent lines) stays.
+_OPEN, _OPEN2 = "<\uff1c\u2039\u27e8\u3008\ufe64\u2329", "\u00ab\u226a\u300a\u27ea"
+_CLOSE, _CLOSE2 = ">\uff1e\u203a\u27e9\u3009\ufe65\u232a", "\u00bb\u226b\u300b\u27eb"
+_OPEN_RUN = re.compile(f"(?:[{_OPEN}]{{2,}}|[{_OPEN2}])[{_OPEN}{_OPEN2}]*")
+_CLOSE_RUN = re.compile(f"(?:[{_CLOSE}]{{2,}}|[{_CLOSE2}])[{_CLOSE}{_CLOSE2}]*")
+# Chat-template special tokens (<|im_start|>, <|eot_id|>): a tokenizer that parses specials in prompt
+# text would turn them into real turn boundaries.
+_SPECIAL = re.compile(r"<\s*\||\|\s*>")
+_MARKER = re.compile(r"\b(?:begin|end)\W{0,8}retrieved\W{0,8}memor(?:y|ies)\b", re.IGNORECASE)
+
 
 @dataclass(frozen=True)
 class InjectionResult:
@@ -52,7 +85,7 @@ class InjectionResult:
 
     text: str | None
     records: tuple[MemoryRecord, ...] = ()
-    """Records that made it into the block, in block order."""
+    """Records that made it into the block, in block order, as the block shows them (``sanitize``)."""
     fallback: str | None = None
     level: int = 0
     """Compression level used (0 = nothing dropped)."""
@@ -87,20 +120,54 @@ def _template() -> jinja2.Template:
 
 
 def _cut(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    text = one_line(text)
     return text if len(text) <= limit else text[: max(limit - 3, 0)].rstrip() + "..."
 
 
+def neutralize(text: str, limit: int) -> str:
+    """Record text made safe to put inside the block: one line, no delimiter look-alikes, ``limit`` chars.
+
+    Delimiters are replaced before the cut, so the result is never longer than ``limit``.
+    """
+    text = one_line(text)
+    text = _MARKER.sub("[marker removed]", text)
+    text = _SPECIAL.sub(lambda m: "(" if "<" in m.group() else ")", text)
+    text = _OPEN_RUN.sub("(", text)
+    text = _CLOSE_RUN.sub(")", text)
+    # " | " separates the fields of a record's header line: a pipe in a room name would forge a field.
+    text = text.replace("|", "/")
+    return _cut(text, limit)
+
+
+def sanitize(record: MemoryRecord, observation_chars: int) -> MemoryRecord:
+    """The record as a prompt may show it: every text field neutralized and cut (see ``FIELD_CHARS``).
+
+    These copies are also what ``InjectionResult.records`` hands on (Swift builds its own input from
+    the records' action and observation), so no caller can put the raw text into a prompt by accident.
+    """
+    return replace(
+        record,
+        task_name=neutralize(record.task_name, FIELD_CHARS["task"]),
+        room=neutralize(record.room, FIELD_CHARS["room"]),
+        inventory=neutralize(record.inventory, FIELD_CHARS["inventory"]),
+        recent=tuple(neutralize(line, FIELD_CHARS["recent"]) for line in record.recent[-RECENT_LINES:]),
+        action=neutralize(record.action, FIELD_CHARS["action"]),
+        observation=neutralize(record.observation, observation_chars),
+        subtag=neutralize(record.subtag, FIELD_CHARS["subtag"]),
+    )
+
+
 def _view(record: MemoryRecord, level: int, observation_chars: int) -> dict[str, Any]:
+    """Template fields of a ``sanitize``d record at one compression level."""
     recent, inventory, place, obs_limit = _LEVELS[level]
     return {
         "tag": record.tag,
         "subtag": record.subtag,
         "task": record.task_name if place else "",
         "room": record.room if place else "",
-        "score_before": record.score_before,
-        "score_after": record.score_after,
-        "inventory": _cut(record.inventory, 100) if inventory else "",
+        "score_before": int(record.score_before),
+        "score_after": int(record.score_after),
+        "inventory": record.inventory if inventory else "",
         "recent": list(record.recent) if recent else [],
         "action": record.action,
         "observation": _cut(record.observation, obs_limit or observation_chars),
@@ -139,7 +206,8 @@ def format_memory_block(
 ) -> InjectionResult:
     """The memory block for ``audience`` within ``budget``, or a fallback reason.
 
-    ``template`` replaces the packaged ``memory_block.j2`` (prompt experiments; tests of the fallbacks).
+    The block's records are ``sanitize``d copies (same ids). ``template`` replaces the packaged
+    ``memory_block.j2`` (prompt experiments; tests of the fallbacks).
     """
     unique: list[MemoryRecord] = []
     keys: set[tuple[str, str]] = set()
@@ -148,7 +216,9 @@ def format_memory_block(
             keys.add(dedup_key(record))
             unique.append(record)
     allowed = AUDIENCE_TAGS[audience]
-    kept = sorted((r for r in unique if r.tag in allowed), key=lambda r: _TAG_ORDER[r.tag])
+    kept = sorted(
+        (sanitize(r, observation_chars) for r in unique if r.tag in allowed), key=lambda r: _TAG_ORDER[r.tag]
+    )
     dropped = {"duplicate": len(records) - len(unique), "type": len(unique) - len(kept), "budget": 0}
     if not kept:
         return InjectionResult(None, fallback="no_records", dropped=dropped)

@@ -12,7 +12,7 @@ import json
 import re
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 Tag = Literal["success", "near-miss", "avoidance"]
@@ -32,6 +32,15 @@ def new_id() -> str:
 def content_words(text: str) -> list[str]:
     """Lower-case alphanumeric words without stopwords, in order, duplicates kept."""
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines, tabs, Unicode separators) made one space.
+
+    Record text is observation text from the environment or a store; kept on one line it cannot start
+    a line of its own in a prompt (a fake ``SYSTEM:`` header, a fake reply format).
+    """
+    return " ".join(text.split())
 
 
 def inventory_summary(inventory: str, limit: int = 120) -> str:
@@ -86,9 +95,63 @@ class MemoryRecord:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MemoryRecord:
-        return cls(**{**data, "recent": tuple(data.get("recent", ()))})
+    def from_dict(cls, data: Any) -> MemoryRecord:
+        """A record from its ``to_dict`` form; ``RecordError`` if ``data`` is not one.
+
+        Stores hold rows written by other processes and other versions, so the shape is checked here
+        rather than trusted: a row that is not a record must be skippable, not a ``TypeError`` deep in
+        a search.
+        """
+        if not isinstance(data, dict):
+            raise RecordError(f"not a JSON object but {type(data).__name__}")
+        missing = sorted(_REQUIRED - data.keys())
+        if missing:
+            raise RecordError(f"missing fields: {', '.join(missing)}")
+        unknown = sorted(data.keys() - _FIELDS)
+        if unknown:
+            raise RecordError(f"unknown fields: {', '.join(unknown)}")
+        for name, kind in _TYPES.items():
+            if name in data and (not isinstance(data[name], kind) or isinstance(data[name], bool)):
+                raise RecordError(f"field {name} is {type(data[name]).__name__}, not {kind.__name__}")
+        created = data["created"]
+        if not isinstance(created, int | float) or isinstance(created, bool):
+            raise RecordError(f"field created is {type(created).__name__}, not a number")
+        if data["tag"] not in TAGS:
+            raise RecordError(f"unknown tag {data['tag']!r}")
+        recent = data.get("recent", ())
+        if not isinstance(recent, list | tuple) or not all(isinstance(line, str) for line in recent):
+            raise RecordError("field recent is not a list of strings")
+        return cls(**{**data, "recent": tuple(recent)})
 
     @classmethod
-    def from_json(cls, text: str) -> MemoryRecord:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> MemoryRecord:
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise RecordError(f"not JSON: {exc}") from exc
+        return cls.from_dict(data)
+
+
+class RecordError(ValueError):
+    """Stored data that is not a ``MemoryRecord`` (bad JSON, missing or mistyped fields)."""
+
+
+_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
+# id and created have defaults, but a stored row without them is not one fastslow wrote.
+_REQUIRED = _FIELDS - {"recent"}
+_TYPES: dict[str, type] = {
+    "task_id": int,
+    "task_name": str,
+    "task_family": str,
+    "episode_id": str,
+    "step": int,
+    "room": str,
+    "inventory": str,
+    "action": str,
+    "observation": str,
+    "score_before": int,
+    "score_after": int,
+    "tag": str,
+    "subtag": str,
+    "id": str,
+}

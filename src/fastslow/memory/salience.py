@@ -20,10 +20,12 @@ from fastslow.env.scienceworld import StepResult
 from fastslow.env.tasks import get_task
 from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import SalienceConfig
-from fastslow.memory.records import MemoryRecord, Tag, inventory_summary
+from fastslow.memory.records import MemoryRecord, Tag, inventory_summary, one_line
 from fastslow.memory.stores.base import MemoryStore, MemoryStoreError
 
 INVALID_ACTION = "No known action matches that input."
+STORE_ERROR = "store_error: "
+"""Prefix of every ``MemoryFallback`` reason caused by the store, followed by the store's own message."""
 SUCCESS_SCORE = 100
 FAILURE_SCORE = -100
 
@@ -77,8 +79,10 @@ def build_record(
     """A compact record of the transition; recent context excludes the step being recorded."""
     # Invalid no-op steps changed nothing: they are not part of the path that led here.
     earlier = [t for t in traj.turns if t.step < result.steps and not is_invalid_feedback(t.observation)]
+    # One line per turn: raw observations carry newlines and tabs, and a recent line is shown as one
+    # "earlier:" line of a prompt block, where a line break would start a line of its own.
     recent = tuple(
-        f"{t.action} -> {t.observation.strip()[:80]}"
+        f"{one_line(t.action)} -> {one_line(t.observation)[:80]}"
         for t in earlier[-cfg.recent_turns :]
         if cfg.recent_turns
     )
@@ -135,8 +139,11 @@ class MemoryWriter:
         try:
             self.store.add(record)
         except MemoryStoreError as exc:
+            # Same reason code as the read paths (hooks.py): metrics count "store_error:" fallbacks.
             self.sink.emit(
-                MemoryFallback(step=result.steps, trigger="write", target="store", reason=str(exc))
+                MemoryFallback(
+                    step=result.steps, trigger="write", target="store", reason=f"{STORE_ERROR}{exc}"
+                )
             )
             return None
         self._seen.add(key)

@@ -2,19 +2,30 @@
 
 The paper serves Qwen2.5-7B-Instruct-1M with vLLM; the same code talks to SGLang, Ollama, a llama.cpp
 server or OpenAI itself. The client's own retries are off (``max_retries=0``): the loop below retries
-connection errors, timeouts, 429 and 5xx with exponential back-off, so each attempt is counted (and lands in
-the ``ModelCall`` event) and logged. Other errors (400, 401, 404) are not retried: repeating them cannot help.
+connection errors, timeouts, 408, 429, 5xx and answers that are not chat completions with exponential
+back-off, so each attempt is counted (and lands in the ``ModelCall`` event) and logged. Other errors (400,
+401, 404) are not retried: repeating them cannot help.
+
+The whole call, attempts and back-off waits together, is bounded by ``call_budget_s``: each attempt may wait
+the smaller of ``timeout_s`` and the budget left, and a retry only starts while enough budget is left for it.
+
+The body is read raw and checked here (``parse_chat_completion``) rather than left to the client: a proxy or
+a wrong ``base_url`` can answer 200 with an HTML page or JSON of another shape, which the client hands back
+as a ``str`` or a half-built object; such an answer is a failed (and retried) attempt, never an
+AttributeError that ends the eval.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from fastslow.errors import ModelUnavailableError
 from fastslow.models.base import Completion, Message, ModelCallError
@@ -25,8 +36,89 @@ log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 5.0
 """Start-up check: a server that cannot list its models within this time is treated as down."""
 
+MIN_ATTEMPT_S = 0.5
+"""A retry starts only with at least this much budget left (or ``timeout_s``, if smaller): an attempt cut
+shorter cannot get an LLM reply, it would only add a request the server works on for nothing."""
 
-def _is_retryable(exc: openai.OpenAIError) -> bool:
+SNIPPET_CHARS = 80
+"""How much of a malformed body an error quotes: enough to recognise an HTML page or a proxy's message."""
+
+
+class NotACompletionError(Exception):
+    """An HTTP 200 whose body is not a usable chat completion (or model list)."""
+
+
+class _Lenient(BaseModel):
+    # Servers add their own fields (vLLM's prompt_logprobs, Ollama's system_fingerprint): only the fields
+    # read below are checked.
+    model_config = ConfigDict(extra="ignore")
+
+
+class _ChatMessage(_Lenient):
+    content: StrictStr | None = None
+    """The reply; None when the model only called tools (read as empty text)."""
+
+
+class _Choice(_Lenient):
+    message: _ChatMessage
+    """The first choice's message is the reply."""
+
+
+class _Usage(_Lenient):
+    prompt_tokens: int | None = Field(None, ge=0)
+    """Prompt tokens the server counted (None or absent: 0)."""
+    completion_tokens: int | None = Field(None, ge=0)
+    """Generated tokens the server counted (None or absent: 0)."""
+
+
+class _ChatCompletionBody(_Lenient):
+    choices: list[_Choice] = Field(min_length=1)
+    """At least one choice: a completion without one has no reply to give."""
+    usage: _Usage | None = None
+    """Token counts; some servers leave them out (then 0)."""
+
+
+class _ModelEntry(_Lenient):
+    id: StrictStr
+    """The model's name as the server knows it."""
+
+
+class _ModelList(_Lenient):
+    data: list[_ModelEntry]
+    """The served models (``GET /v1/models``)."""
+
+
+_Shape = TypeVar("_Shape", bound=_Lenient)
+
+
+def _snippet(body: str) -> str:
+    # repr keeps the message on one line whatever the body holds (HTML has newlines).
+    text = body.strip()
+    return repr(text[:SNIPPET_CHARS] + ("..." if len(text) > SNIPPET_CHARS else ""))
+
+
+def _parse_body(body: str, shape: type[_Shape], what: str) -> _Shape:
+    try:
+        return shape.model_validate(json.loads(body))
+    except (ValueError, ValidationError) as exc:  # json.JSONDecodeError is a ValueError
+        raise NotACompletionError(f"answered 200 with a body that is not {what}: {_snippet(body)}") from exc
+
+
+def parse_chat_completion(body: str) -> tuple[str, int, int]:
+    """Text, prompt tokens and completion tokens of a chat-completion body; ``NotACompletionError`` if the
+    body is not one (not JSON, no ``choices``, a choice without a ``message``, a non-text ``content``)."""
+    parsed = _parse_body(body, _ChatCompletionBody, "a chat completion")
+    usage = parsed.usage or _Usage()
+    return (
+        parsed.choices[0].message.content or "",
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+    )
+
+
+def _is_retryable(exc: Exception) -> bool:
+    if isinstance(exc, NotACompletionError):  # a proxy hiccup, like a 502 page: the next try may work
+        return True
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
     return isinstance(exc, openai.APIStatusError) and (
@@ -34,7 +126,9 @@ def _is_retryable(exc: openai.OpenAIError) -> bool:
     )
 
 
-def _describe(exc: openai.OpenAIError) -> str:
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, NotACompletionError):
+        return str(exc)
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {exc.message}"
     return f"{type(exc).__name__}: {exc}"
@@ -85,18 +179,33 @@ class OpenAIChatModel:
             request["extra_body"] = cfg.extra_body
 
         start = time.perf_counter()
+        deadline = start + cfg.call_budget_s
+        min_attempt = min(cfg.timeout_s, MIN_ATTEMPT_S)
         attempts = cfg.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while True:
+            attempt += 1
+            # The first attempt always runs; a retry is only started (below) with min_attempt left, less
+            # whatever the back-off sleep overshot (hence the floor: the client needs a positive timeout).
+            timeout = min(cfg.timeout_s, max(deadline - time.perf_counter(), 0.01))
             try:
-                response = self._client.chat.completions.create(**request)
+                raw = self._client.chat.completions.with_raw_response.create(**request, timeout=timeout)
+                text, prompt_tokens, completion_tokens = parse_chat_completion(raw.text)
                 break
-            except openai.OpenAIError as exc:
+            except (openai.OpenAIError, NotACompletionError) as exc:
+                failed = f"{cfg.base_url} ({self.model}) failed after {attempt} attempt(s)"
                 if not _is_retryable(exc) or attempt == attempts:
+                    raise ModelCallError(f"{failed}: {_describe(exc)}", attempts=attempt) from exc
+                delay = cfg.backoff_s * 2 ** (attempt - 1)
+                left = max(deadline - time.perf_counter(), 0.0)
+                if left - delay < min_attempt:
+                    # Neither the wait nor the retry fits: stop now rather than sleep into the deadline.
                     raise ModelCallError(
-                        f"{cfg.base_url} ({self.model}) failed after {attempt} attempt(s): {_describe(exc)}",
+                        f"{failed}: its call budget of {cfg.call_budget_s:g} s ran out ({left:.2f} s left,"
+                        f" a retry needs {delay:.2f} s back-off + {min_attempt:.2f} s);"
+                        f" last error: {_describe(exc)}",
                         attempts=attempt,
                     ) from exc
-                delay = cfg.backoff_s * 2 ** (attempt - 1)
                 log.warning(
                     "model call to %s: attempt %d/%d failed (%s); retrying in %.2f s",
                     cfg.base_url,
@@ -106,31 +215,34 @@ class OpenAIChatModel:
                     delay,
                 )
                 time.sleep(delay)
-        latency = time.perf_counter() - start
-
-        if not response.choices:
-            raise ModelCallError(f"{cfg.base_url} ({self.model}) returned no choices", attempts=attempt)
-        usage = response.usage
         return Completion(
-            text=response.choices[0].message.content or "",
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            latency_s=latency,
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=time.perf_counter() - start,
             attempts=attempt,
             model=self.model,
             backend=self.backend,
         )
 
     def check_available(self) -> None:
-        """List the server's models with a short timeout; fail in one line if the server is not there."""
+        """List the server's models with a short timeout; fail in one line if the server is not there or
+        answers something that is not a model list (a web page, another API)."""
+        url = f"{self.cfg.base_url.rstrip('/')}/models"
         client = self._client.with_options(timeout=min(CHECK_TIMEOUT_S, self.cfg.timeout_s), max_retries=0)
         try:
-            served = [m.id for m in client.models.list()]
+            raw = client.models.with_raw_response.list()
+            listed = _parse_body(raw.text, _ModelList, "a model list")
         except openai.OpenAIError as exc:
             raise ModelUnavailableError(
                 f"model server {self.cfg.base_url} is not answering ({_describe(exc)}); "
                 "start it or point model.base_url at one"
             ) from exc
+        except NotACompletionError as exc:
+            raise ModelUnavailableError(
+                f"{url} {exc}; is model.base_url the server's OpenAI-compatible root (ending in /v1)?"
+            ) from exc
+        served = [m.id for m in listed.data]
         if self.model not in served:
             # llama.cpp and some proxies answer for any model name, so this is only worth a warning.
             log.warning("%s does not list model %s (it lists %s)", self.cfg.base_url, self.model, served[:5])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from fastslow.strict import StrictModel
 
@@ -28,14 +28,14 @@ class GateConfig(StrictModel):
     unique container/location qualifier), fuzzy (a unique close match, same verb)."""
     fuzzy_threshold: float = Field(default=90.0, ge=0, le=100)
     """fuzzy: minimum rapidfuzz ratio (0-100) between the normalized action and a valid action."""
-    fuzzy_margin: float = Field(default=3.0, ge=0)
+    fuzzy_margin: float = Field(default=3.0, ge=0, le=100)
     """fuzzy: the best match must beat the second best by this much, or the repair is ambiguous."""
     fuzzy_focus: bool = False
     """fuzzy: also repair ``focus on`` actions. Off: a wrong focus fails the task (-100)."""
     focus_rules: bool = True
     """Apply the task-specific focus rules (focus budget per task, no repeated focus, focus target named
     in the task description where the task names it)."""
-    focus_limit: int | None = None
+    focus_limit: int | None = Field(default=None, ge=0)
     """Focus actions allowed per episode; None = the per-task number of focus actions in gold paths."""
     refuse_avoided: bool = False
     """Also drop the actions on the avoid list of the latest stagnation report, for ``stagnation.window``
@@ -52,20 +52,33 @@ class StagnationConfig(StrictModel):
     """Recent steps the detector looks at."""
     min_step: int = Field(default=5, ge=0)
     """No report before this many env steps."""
-    repeated_observation: int = Field(default=3, ge=2)
+    repeated_observation: int = Field(default=3, ge=2, validate_default=True)
     """Same observation this many times in a row."""
-    repeated_action: int = Field(default=2, ge=2)
+    repeated_action: int = Field(default=2, ge=2, validate_default=True)
     """Same action this many times in a row, the repeats without effect."""
-    verb_loop: int = Field(default=3, ge=2)
+    verb_loop: int = Field(default=3, ge=2, validate_default=True)
     """Same verb this many times in a row, none of them with effect."""
-    invalid_loop: int = Field(default=3, ge=2)
+    invalid_loop: int = Field(default=3, ge=2, validate_default=True)
     """Failure observations (no known action, ambiguous, can't, ...) within the window."""
-    navigation_steps: int = Field(default=4, ge=1)
+    navigation_steps: int = Field(default=4, ge=1, validate_default=True)
     """Navigation actions within the window that make a navigation loop..."""
     navigation_max_states: int = Field(default=2, ge=1)
     """...when they visit at most this many distinct (room, inventory) states."""
     repeat_after: int = Field(default=5, ge=1)
     """Steps before the same pattern is reported again while the agent stays stuck."""
+
+    @field_validator(
+        "repeated_observation", "repeated_action", "verb_loop", "invalid_loop", "navigation_steps"
+    )
+    @classmethod
+    def _fits_window(cls, value: int, info: ValidationInfo) -> int:
+        # Each detector looks only at the last ``window`` steps: a threshold above the window can never
+        # be reached, so the detector would be on in the config and silent in every episode. The
+        # defaults are validated too (validate_default), so a shorter window alone is caught.
+        window = info.data.get("window")
+        if window is not None and value > window:
+            raise ValueError(f"{value} exceeds stagnation.window ({window}): the detector could never fire")
+        return value
 
 
 class SrmCriticSwitch(StrictModel):

@@ -7,7 +7,26 @@ import os
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.stores.base import BulkStore, MemoryStore, MemoryStoreError
 
-__all__ = ["BulkStore", "MemoryStore", "MemoryStoreError", "open_location", "open_store"]
+__all__ = ["BulkStore", "MemoryStore", "MemoryStoreError", "is_dsn", "open_location", "open_store"]
+
+
+def is_dsn(location: str) -> bool:
+    """Whether a CLI location names a PostgreSQL server (a ``postgresql://`` URL) rather than a file."""
+    return location.startswith(("postgres://", "postgresql://"))
+
+
+def env_password(name: str | None) -> str | None:
+    """The password held by the environment variable ``name`` (``amm.password_env``); None if no name.
+
+    The variable must be set (an empty value counts: a server may accept it): a missing one is a
+    one-line ``MemoryStoreError`` before any connection is tried, not libpq's "no password supplied".
+    """
+    if name is None:
+        return None
+    password = os.environ.get(name)
+    if password is None:
+        raise MemoryStoreError(f"amm.password_env names the environment variable {name}, which is not set")
+    return password
 
 
 def open_store(cfg: AmmConfig) -> BulkStore:
@@ -19,19 +38,32 @@ def open_store(cfg: AmmConfig) -> BulkStore:
         if not dsn:
             raise MemoryStoreError("amm.store=postgres needs amm.dsn or the FASTSLOW_PG_DSN variable")
         return PostgresStore(
-            dsn, cfg.table, max_terms=cfg.retrieval.query_terms, max_postings=cfg.retrieval.max_postings
+            dsn,
+            cfg.table,
+            max_terms=cfg.retrieval.query_terms,
+            max_postings=cfg.retrieval.max_postings,
+            password=env_password(cfg.password_env),
         )
     from fastslow.memory.stores.sqlite import SqliteStore
 
+    if not cfg.path:
+        # No default file: a store shared by accident would mix two runs' memories.
+        raise MemoryStoreError("amm.path is not set: the run harness places the store in the run directory")
     return SqliteStore(cfg.path, max_terms=cfg.retrieval.query_terms, max_postings=cfg.retrieval.max_postings)
 
 
-def open_location(location: str, table: str = "amm_memories") -> BulkStore:
-    """A store given by the CLI: a ``postgresql://`` DSN or an SQLite file path."""
-    if location.startswith(("postgres://", "postgresql://")):
+def open_location(
+    location: str, table: str = "amm_memories", readonly: bool = False, password_env: str | None = None
+) -> BulkStore:
+    """A store given by the CLI: a ``postgresql://`` DSN or an SQLite file path.
+
+    ``readonly`` opens an existing store for inspection only: nothing is created or changed in it
+    (``SqliteStore(readonly=True)``, ``PostgresStore(readonly=True)``).
+    """
+    if is_dsn(location):
         from fastslow.memory.stores.postgres import PostgresStore
 
-        return PostgresStore(location, table)
+        return PostgresStore(location, table, readonly=readonly, password=env_password(password_env))
     from fastslow.memory.stores.sqlite import SqliteStore
 
-    return SqliteStore(location)
+    return SqliteStore(location, readonly=readonly)

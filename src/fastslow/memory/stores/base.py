@@ -6,12 +6,16 @@ record and rank records for a free-text query, filtered by type tag and task, wi
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from fastslow.errors import FastslowError
-from fastslow.memory.records import MemoryRecord, content_words
+from fastslow.memory.records import MemoryRecord, RecordError, content_words
+
+log = logging.getLogger("fastslow.memory.stores")
+T = TypeVar("T")
 
 
 class MemoryStoreError(FastslowError):
@@ -19,6 +23,15 @@ class MemoryStoreError(FastslowError):
 
 
 class MemoryStore(Protocol):
+    @property
+    def bad_rows(self) -> int:
+        """Stored rows that were not records (bad JSON, missing fields) and were skipped so far, each
+        counted once.
+
+        Such a row is logged as a warning naming the store and the row and left out of every result:
+        one bad row must not end a search, an episode or ``fastslow memory stats``."""
+        ...
+
     def add(self, record: MemoryRecord) -> None: ...
 
     def search(
@@ -38,7 +51,34 @@ class BulkStore(MemoryStore, Protocol):
 
     def add_many(self, records: Iterable[MemoryRecord]) -> int: ...
 
+    def delete_episode(self, episode_id: str) -> int:
+        """Remove every record of one episode, with its index entries and slice-term counts, in one
+        transaction; returns how many records were removed.
+
+        The run harness calls it before replaying an episode that did not finish (a worker killed with
+        -9 and resumed), so the killed attempt's records cannot mix with the replay's."""
+        ...
+
     def close(self) -> None: ...
+
+
+class BadRows:
+    """Skips rows that are not records: a warning naming the store and the row, once per row."""
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        self.seen: set[str] = set()
+
+    def decode(self, row_id: object, data: T, parse: Callable[[T], MemoryRecord]) -> MemoryRecord | None:
+        """``parse(data)``, or None (warned and counted) if the row is not a record."""
+        try:
+            return parse(data)
+        except RecordError as exc:
+            key = str(row_id)
+            if key not in self.seen:
+                self.seen.add(key)
+                log.warning("%s: skipped row %s: not a memory record (%s)", self.store, key, exc)
+            return None
 
 
 def query_terms(query: str, limit: int) -> list[str]:

@@ -4,27 +4,29 @@ For runs whose workers sit on several machines, or that want the store outside t
 Ranking is ``ts_rank``; a task-filtered search reads only the (task, tag) slice tokens (see
 ``scoped_token``), a cross-task search an English ``tsvector`` of the same searchable text the SQLite
 store indexes. Needs the ``postgres`` extra.
+
+The password comes from the DSN or, better, from ``password=`` (``amm.password_env``: the variable's
+value, never written anywhere). Rows whose ``data`` is not a record are skipped with a warning
+(``bad_rows``); ``delete_episode`` removes one episode's rows and their share of the ``_terms`` counts.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import contextlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from fastslow.memory.records import MemoryRecord
+from fastslow.memory.config import TABLE_NAME, redact_dsn
+from fastslow.memory.records import MemoryRecord, RecordError
 from fastslow.memory.stores.base import (
+    BadRows,
     MemoryStoreError,
     prune_by_frequency,
     query_terms,
     scoped_query,
     scoped_text,
 )
-
-_TABLE = re.compile(r"^[a-z_][a-z0-9_]{0,56}$")  # room for the "_terms" suffix in 63 chars
-
 
 # Without fastupdate, new entries go straight into the GIN tree instead of a pending list that every
 # search would scan linearly until the next vacuum: slower writes (a few per step), faster searches.
@@ -47,6 +49,8 @@ def _schema(table: str) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {table}_tsv ON {table} USING GIN (tsv) {_GIN}",
         f"CREATE INDEX IF NOT EXISTS {table}_tsv_scoped ON {table} USING GIN (tsv_scoped) {_GIN}",
         f"CREATE INDEX IF NOT EXISTS {table}_task_tag ON {table} (task, tag, created)",
+        # delete_episode finds an episode's rows by the id inside the JSON; ->> never fails on a row.
+        f"CREATE INDEX IF NOT EXISTS {table}_episode ON {table} ((data ->> 'episode_id'))",
         f"CREATE TABLE IF NOT EXISTS {table}_terms (token TEXT PRIMARY KEY, n INTEGER NOT NULL)",
     ]
 
@@ -55,9 +59,15 @@ class PostgresStore:
     """AMM records in one PostgreSQL table."""
 
     def __init__(
-        self, dsn: str, table: str = "amm_memories", max_terms: int = 16, max_postings: int = 400
+        self,
+        dsn: str,
+        table: str = "amm_memories",
+        max_terms: int = 16,
+        max_postings: int = 400,
+        password: str | None = None,
+        readonly: bool = False,
     ) -> None:
-        if not _TABLE.match(table):
+        if not TABLE_NAME.match(table):
             raise MemoryStoreError(
                 f"postgres store: table name must be a lower-case identifier, got {table!r}"
             )
@@ -69,8 +79,27 @@ class PostgresStore:
         self.table = table
         self.max_terms = max_terms
         self.max_postings = max_postings
+        self.readonly = readonly
+        self._bad = BadRows(f"postgres store {redact_dsn(dsn)} table {table}")
+        # A keyword argument overrides any password in the DSN and stays out of the DSN string, which is
+        # what ends up in messages.
         try:
-            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            # psycopg leaves a None keyword out of the connection parameters.
+            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=10, password=password)
+        except psycopg.Error as exc:
+            raise MemoryStoreError(f"postgres store: {_scrub(str(exc), dsn, password)}") from exc
+        try:
+            if readonly:
+                # Inspection only: the session cannot write, and a missing table is an error, not DDL.
+                self._db.execute("SET default_transaction_read_only = on")
+                row = self._db.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+                    (table, f"{table}_terms"),
+                ).fetchone()
+                if not (row and row[0]):
+                    self._db.close()
+                    raise MemoryStoreError(f"postgres table {table} is not a fastslow memory store")
+                return
             with self._db.transaction():
                 # Several workers may create the table at once; the advisory lock serialises DDL.
                 self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
@@ -78,6 +107,11 @@ class PostgresStore:
                     self._db.execute(statement)
         except psycopg.Error as exc:
             raise MemoryStoreError(f"postgres store: {exc}") from exc
+
+    @property
+    def bad_rows(self) -> int:
+        """Rows skipped so far because their ``data`` is not a record (each counted once)."""
+        return len(self._bad.seen)
 
     @staticmethod
     def _row(record: MemoryRecord) -> tuple[Any, ...]:
@@ -94,7 +128,12 @@ class PostgresStore:
     def add(self, record: MemoryRecord) -> None:
         self.add_many([record])
 
+    def _writable(self, what: str) -> None:
+        if self.readonly:
+            raise MemoryStoreError(f"postgres store: {what} refused: the store is open read-only")
+
     def add_many(self, records: Iterable[MemoryRecord]) -> int:
+        self._writable("write")
         rows = [self._row(r) for r in records]
         freq = Counter(token for row in rows for token in row[5].split())
         try:
@@ -119,6 +158,31 @@ class PostgresStore:
             raise MemoryStoreError(f"postgres store: write failed: {exc}") from exc
         return len(rows)
 
+    def delete_episode(self, episode_id: str) -> int:
+        """Remove one episode's rows (their tsvectors and GIN entries go with them) and their share of
+        the ``_terms`` document-frequency counts, in one transaction."""
+        self._writable("delete")
+        try:
+            with self._db.transaction(), self._db.cursor() as cur:
+                deleted = cur.execute(
+                    f"DELETE FROM {self.table} WHERE data ->> 'episode_id' = %s RETURNING scoped",
+                    (episode_id,),
+                ).fetchall()
+                # ``scoped`` is exactly the text add_many counted: one count per record and token.
+                freq = Counter(token for (scoped,) in deleted for token in scoped.split())
+                tokens = sorted(freq.items())  # sorted, as in add_many: no deadlock with a writer
+                cur.executemany(
+                    f"UPDATE {self.table}_terms SET n = n - %s WHERE token = %s", [(n, t) for t, n in tokens]
+                )
+                # A token no record has any more is dropped, as if it had never been written.
+                cur.execute(
+                    f"DELETE FROM {self.table}_terms WHERE token = ANY(%s) AND n <= 0",
+                    ([t for t, _ in tokens],),
+                )
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: delete failed: {exc}") from exc
+        return len(deleted)
+
     def search(
         self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
     ) -> list[MemoryRecord]:
@@ -138,7 +202,7 @@ class PostgresStore:
             if not tokens:
                 return []
             sql = (
-                f"SELECT data FROM {self.table}, to_tsquery('simple', %s) AS q "
+                f"SELECT id, data FROM {self.table}, to_tsquery('simple', %s) AS q "
                 "WHERE tsv_scoped @@ q ORDER BY ts_rank(tsv_scoped, q) DESC, created DESC LIMIT %s"
             )
             return self._fetch(sql, [" | ".join(tokens), k])
@@ -155,12 +219,12 @@ class PostgresStore:
         cond = " AND ".join(where) or "TRUE"
         if terms:
             sql = (
-                f"SELECT data FROM {self.table}, to_tsquery('english', %s) AS q "
+                f"SELECT id, data FROM {self.table}, to_tsquery('english', %s) AS q "
                 f"WHERE {cond} ORDER BY ts_rank(tsv, q) DESC, created DESC LIMIT %s"
             )
             params = [" | ".join(terms), *params, k]
         else:
-            sql = f"SELECT data FROM {self.table} WHERE {cond} ORDER BY created DESC LIMIT %s"
+            sql = f"SELECT id, data FROM {self.table} WHERE {cond} ORDER BY created DESC LIMIT %s"
             params.append(k)
         return self._fetch(sql, params)
 
@@ -169,7 +233,8 @@ class PostgresStore:
             rows = self._db.execute(sql, params).fetchall()
         except self._errors as exc:
             raise MemoryStoreError(f"postgres store: search failed: {exc}") from exc
-        return [_record(row[0]) for row in rows]
+        records = (self._bad.decode(rid, data, _record) for rid, data in rows)
+        return [r for r in records if r is not None]
 
     def count(self) -> int:
         try:
@@ -181,13 +246,16 @@ class PostgresStore:
     def iter_all(self) -> Iterator[MemoryRecord]:
         try:
             with self._db.cursor() as cur:
-                for row in cur.execute(f"SELECT data FROM {self.table} ORDER BY created, id"):
-                    yield _record(row[0])
+                for rid, data in cur.execute(f"SELECT id, data FROM {self.table} ORDER BY created, id"):
+                    record = self._bad.decode(rid, data, _record)
+                    if record is not None:
+                        yield record
         except self._errors as exc:
             raise MemoryStoreError(f"postgres store: {exc}") from exc
 
     def drop(self) -> None:
         """Delete the table (tests and benchmarks clean up after themselves)."""
+        self._writable("drop")
         try:
             self._db.execute(f"DROP TABLE IF EXISTS {self.table}, {self.table}_terms")
         except self._errors as exc:
@@ -197,6 +265,23 @@ class PostgresStore:
         self._db.close()
 
 
+def _scrub(message: str, dsn: str, password: str | None) -> str:
+    """A connection error's text without the password: libpq quotes parts of a malformed DSN back."""
+    from psycopg import conninfo
+
+    secrets = [password or ""]
+    # A DSN psycopg cannot parse has no password to find; the regex redaction below still applies.
+    with contextlib.suppress(Exception):
+        secrets.append(str(conninfo.conninfo_to_dict(dsn).get("password") or ""))
+    for secret in filter(None, secrets):
+        message = message.replace(secret, "***")
+    return redact_dsn(message)
+
+
 def _record(data: Any) -> MemoryRecord:
     # psycopg decodes JSONB into Python objects; a plain text column would give a string.
-    return MemoryRecord.from_dict(data if isinstance(data, dict) else json.loads(data))
+    if isinstance(data, str | bytes):
+        return MemoryRecord.from_json(data)
+    if data is None:
+        raise RecordError("data is NULL")
+    return MemoryRecord.from_dict(data)

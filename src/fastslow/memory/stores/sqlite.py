@@ -6,6 +6,11 @@ appending at once lose nothing. A task-filtered search (the retriever's usual ca
 (task, tag) slice tokens of the ``scoped`` column (see ``scoped_token``) instead of ranking every record
 sharing a common word and filtering afterwards, and only the rarest of them (``prune_by_frequency``,
 fed by the ``slice_terms`` counts): that keeps search latency flat as the store grows.
+
+Failures carry SQLite's own cause (``database or disk is full (SQLITE_FULL)``, ``database disk image is
+malformed (SQLITE_CORRUPT)``) in a ``MemoryStoreError``; rows that are not records are skipped with a
+warning (``bad_rows``). ``readonly=True`` opens an existing file for inspection without changing a byte
+of it (``fastslow memory stats|search|export``).
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.base import (
+    BadRows,
     MemoryStoreError,
     meta_token,
     prune_by_frequency,
@@ -38,21 +45,43 @@ CREATE INDEX IF NOT EXISTS memories_task_tag ON memories (task, tag, created);
 CREATE TABLE IF NOT EXISTS slice_terms (token TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (body, meta, scoped, tokenize = 'unicode61');
 """
+_TABLES = ("memories", "memories_fts", "slice_terms")
 
 
 def _meta(record: MemoryRecord) -> str:
     return f"{meta_token('tk', record.task_name)} {meta_token('tg', record.tag)}"
 
 
+def describe(exc: sqlite3.Error) -> str:
+    """SQLite's message plus its result code name, e.g. ``database or disk is full (SQLITE_FULL)``."""
+    name = getattr(exc, "sqlite_errorname", None)
+    return f"{exc} ({name})" if name and name not in str(exc) else str(exc)
+
+
 class SqliteStore:
-    """AMM records in one SQLite file."""
+    """AMM records in one SQLite file.
+
+    ``readonly`` opens an existing file read-only (``mode=ro``): no directory, table or WAL switch is
+    created, and a file without fastslow's tables, or that is not SQLite at all, is refused with a
+    ``MemoryStoreError`` saying so.
+    """
 
     def __init__(
-        self, path: str | Path, busy_timeout_s: float = 60.0, max_terms: int = 16, max_postings: int = 400
+        self,
+        path: str | Path,
+        busy_timeout_s: float = 60.0,
+        max_terms: int = 16,
+        max_postings: int = 400,
+        readonly: bool = False,
     ) -> None:
         self.path = Path(path)
         self.max_terms = max_terms
         self.max_postings = max_postings
+        self.readonly = readonly
+        self._bad = BadRows(f"sqlite store {self.path}")
+        if readonly:
+            self._db = self._open_readonly(busy_timeout_s)
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so the write lock is taken
@@ -63,13 +92,76 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous = NORMAL")
             # Searches read many small pages of the FTS index; mapping the file saves a syscall each.
             self._db.execute("PRAGMA mmap_size = 268435456")
-            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"sqlite store {self.path}: {describe(exc)}") from exc
+        except OSError as exc:
+            raise MemoryStoreError(f"sqlite store {self.path}: {exc}") from exc
+        with self._transaction("create"):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
+
+    def _open_readonly(self, busy_timeout_s: float) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise MemoryStoreError(f"{self.path}: no such file")
+        # A URI with mode=ro: SQLite then never writes the file, creates no journal for a rollback-mode
+        # file and cannot switch it to WAL; a plain connect would create tables in whatever file it got.
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        try:
+            db = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"sqlite store {self.path}: {describe(exc)}") from exc
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            db.execute("PRAGMA query_only = 1")
+            names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as exc:
+            db.close()
+            if getattr(exc, "sqlite_errorname", None) == "SQLITE_NOTADB":
+                raise MemoryStoreError(f"{self.path} is not a SQLite database ({exc})") from exc
+            raise MemoryStoreError(f"sqlite store {self.path}: {describe(exc)}") from exc
+        missing = [t for t in _TABLES if t not in names]
+        if missing:
+            db.close()
+            raise MemoryStoreError(f"{self.path} is not a fastslow memory store (no {missing[0]} table)")
+        return db
+
+    @property
+    def bad_rows(self) -> int:
+        """Rows skipped so far because they are not records (each counted once)."""
+        return len(self._bad.seen)
+
+    def _error(self, what: str, exc: sqlite3.Error) -> MemoryStoreError:
+        return MemoryStoreError(f"sqlite store {self.path}: {what} failed: {describe(exc)}")
+
+    def _rollback(self) -> None:
+        # After some errors (SQLITE_FULL, SQLITE_CORRUPT, SQLITE_IOERR, SQLITE_NOMEM) SQLite has already
+        # rolled the transaction back; an unconditional ROLLBACK would then raise "cannot rollback - no
+        # transaction is active" and that error, not the real cause, would reach the events.
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the error being handled is the one to report; this connection is finished anyway
+
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT``; any SQLite error becomes a ``MemoryStoreError``."""
+        if self.readonly:
+            raise MemoryStoreError(f"sqlite store {self.path}: {what} refused: the store is open read-only")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._error(what, exc) from exc
+        try:
+            yield
             self._db.execute("COMMIT")
-        except (sqlite3.Error, OSError) as exc:
-            raise MemoryStoreError(f"sqlite store {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._error(what, exc) from exc
+        except BaseException:
+            self._rollback()
+            raise
 
     def _insert(self, record: MemoryRecord, freq: Counter[str]) -> None:
         scoped = scoped_text(record)
@@ -89,25 +181,46 @@ class SqliteStore:
     def add_many(self, records: Iterable[MemoryRecord]) -> int:
         n = 0
         freq: Counter[str] = Counter()
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for record in records:
-                    self._insert(record, freq)
-                    n += 1
-                # Document frequency of each slice token, in the same transaction (prune_by_frequency).
-                self._db.executemany(
-                    "INSERT INTO slice_terms (token, n) VALUES (?, ?) "
-                    "ON CONFLICT (token) DO UPDATE SET n = n + excluded.n",
-                    sorted(freq.items()),
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise MemoryStoreError(f"sqlite store {self.path}: write failed: {exc}") from exc
+        with self._transaction("write"):
+            for record in records:
+                self._insert(record, freq)
+                n += 1
+            # Document frequency of each slice token, in the same transaction (prune_by_frequency).
+            self._db.executemany(
+                "INSERT INTO slice_terms (token, n) VALUES (?, ?) "
+                "ON CONFLICT (token) DO UPDATE SET n = n + excluded.n",
+                sorted(freq.items()),
+            )
         return n
+
+    def delete_episode(self, episode_id: str) -> int:
+        """Remove one episode's records, their FTS rows and their share of the ``slice_terms`` counts."""
+        with self._transaction("delete"):
+            # The episode id lives only in the JSON. json_valid first: json_extract raises on a bad row,
+            # and one bad row must not make an episode undeletable (CASE evaluates lazily).
+            rows = self._db.execute(
+                "SELECT m.rid, f.scoped FROM memories AS m LEFT JOIN memories_fts AS f ON f.rowid = m.rid "
+                "WHERE CASE WHEN json_valid(m.data) THEN json_extract(m.data, '$.episode_id') END = ?",
+                (episode_id,),
+            ).fetchall()
+            rids = [(rid,) for rid, _ in rows]
+            # The FTS row's scoped text is exactly what add_many counted (one per record and token).
+            freq = Counter(token for _, scoped in rows for token in (scoped or "").split())
+            self._db.executemany("DELETE FROM memories_fts WHERE rowid = ?", rids)
+            self._db.executemany("DELETE FROM memories WHERE rid = ?", rids)
+            tokens = sorted(freq.items())
+            self._db.executemany(
+                "UPDATE slice_terms SET n = n - ? WHERE token = ?", [(n, t) for t, n in tokens]
+            )
+            # A token no record has any more is dropped, as if it had never been written.
+            self._db.executemany(
+                "DELETE FROM slice_terms WHERE token = ? AND n <= 0", [(t,) for t, _ in tokens]
+            )
+        return len(rids)
+
+    def _decode(self, rows: Iterable[tuple[int, str]]) -> list[MemoryRecord]:
+        records = (self._bad.decode(rid, data, MemoryRecord.from_json) for rid, data in rows)
+        return [r for r in records if r is not None]
 
     def search(
         self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
@@ -134,16 +247,16 @@ class SqliteStore:
                     match += f" AND meta : ({' OR '.join(meta_token('tg', t) for t in tags)})"
                 weights = "1.0, 0.0, 0.0"
             rows = self._db.execute(
-                "SELECT m.data FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid "
+                "SELECT m.rid, m.data FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts, {weights}) LIMIT ?",
                 (match, k),
             ).fetchall()
         except sqlite3.Error as exc:
-            raise MemoryStoreError(f"sqlite store {self.path}: search failed: {exc}") from exc
-        return [MemoryRecord.from_json(row[0]) for row in rows]
+            raise self._error("search", exc) from exc
+        return self._decode(rows)
 
     def _newest(self, tags: Sequence[str] | None, task: str | None, k: int) -> list[MemoryRecord]:
-        sql = "SELECT data FROM memories WHERE 1 = 1"
+        sql = "SELECT rid, data FROM memories WHERE 1 = 1"
         params: list[object] = []
         if task:
             sql += " AND task = ?"
@@ -153,21 +266,27 @@ class SqliteStore:
             params.extend(tags)
         sql += " ORDER BY created DESC LIMIT ?"
         params.append(k)
-        return [MemoryRecord.from_json(row[0]) for row in self._db.execute(sql, params).fetchall()]
+        try:
+            rows = self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error("search", exc) from exc
+        return self._decode(rows)
 
     def count(self) -> int:
+        """Rows in the store (a bad row counts: it is there, it is just skipped when read)."""
         try:
             return int(self._db.execute("SELECT count(*) FROM memories").fetchone()[0])
         except sqlite3.Error as exc:
-            raise MemoryStoreError(f"sqlite store {self.path}: {exc}") from exc
+            raise self._error("count", exc) from exc
 
     def iter_all(self) -> Iterator[MemoryRecord]:
         try:
-            rows = self._db.execute("SELECT data FROM memories ORDER BY rid")
-            for row in rows:
-                yield MemoryRecord.from_json(row[0])
+            for rid, data in self._db.execute("SELECT rid, data FROM memories ORDER BY rid"):
+                record = self._bad.decode(rid, data, MemoryRecord.from_json)
+                if record is not None:
+                    yield record
         except sqlite3.Error as exc:
-            raise MemoryStoreError(f"sqlite store {self.path}: {exc}") from exc
+            raise self._error("read", exc) from exc
 
     def close(self) -> None:
         self._db.close()

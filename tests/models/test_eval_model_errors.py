@@ -1,0 +1,69 @@
+"""A model server that fails during an eval (paper §4: Sage on an OpenAI-compatible server) does not
+abort the run and does not hide: every episode ends, the failed calls have their own counter in
+metrics.json, the console says so once, and the report carries a warning.
+
+The server is a real loopback HTTP server answering every chat request with the same bad answer: a
+500, or a 200 whose body is an HTML page (which used to abort the eval with an AttributeError)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from loopback_servers import Answer, CannedServer
+
+from fastslow.events import EpisodeEnd, ModelCall, read_events
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Answer('{"error": "overloaded"}', status=500),
+        Answer("<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+    ],
+    ids=["http-500", "200-html"],
+)
+def test_failed_model_calls_are_counted_and_told(
+    answer: Answer, canned: Callable[..., CannedServer], tmp_path: Path
+) -> None:
+    server = canned([answer])
+    out = tmp_path / "run"
+    args = ["eval", "--config", "baseline", "--set", "test", "--tasks", "13", "--limit-per-task", "1"]
+    for override in (
+        "sage.model.kind=openai",
+        f"sage.model.base_url={server.base_url}",
+        "sage.model.model=canned",
+        "sage.model.max_retries=1",
+        "sage.model.backoff_s=0",
+        "env.step_limit=12",
+    ):
+        args += ["-o", override]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    log = next((out / "events").glob("*.jsonl"))
+    events = read_events(log)
+    assert isinstance(events[-1], EpisodeEnd)
+    failed = [e for e in events if isinstance(e, ModelCall) and e.error]
+    assert failed and all(e.attempts == 2 for e in failed)
+    usage = json.loads((out / "metrics.json").read_text())["usage"]
+    assert usage["model_call_errors"] == len(failed) == usage["model_calls"]
+    assert usage["model_call_errors_by_role"] == {"sage": len(failed)}
+    assert " ".join(proc.stdout.split()).count("warning: sage model call failed") == 1, proc.stdout
+    report = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", "report", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert report.returncode == 0, report.stderr
+    assert f"{len(failed)} of {len(failed)} model calls failed" in (out / "report" / "report.md").read_text()

@@ -1,0 +1,361 @@
+"""Runs that cannot mix, leak or lie: run identity, a memory store per run, the directory lock, resume
+after kill -9 without ghost records, corrupted logs, a full disk, and no orphaned workers or JVMs.
+
+Every case drives the real command line (subprocesses, real ScienceWorld, real SQLite files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fastslow.config import load_config
+from fastslow.env.episodes import Episode, select_episodes
+from fastslow.eval.evaluate import evaluate
+from fastslow.events import EpisodeEnd, MemoryRetrieval, MemoryWrite, read_events
+
+FASTSLOW = [sys.executable, "-m", "fastslow.cli"]
+SHORT = ["--set", "test", "--tasks", "13", "--limit-per-task", "1"]
+
+
+def fastslow(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FASTSLOW, *args], capture_output=True, text=True, timeout=600)
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """The command failed with exit 2 and one stderr line holding every fragment."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    """Every file of a run directory and its bytes (the lock file aside: it only names its holder)."""
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != ".fastslow.lock"
+    }
+
+
+def store_rows(path: Path) -> list[dict[str, object]]:
+    with sqlite3.connect(path) as db:
+        return [json.loads(row[0]) for row in db.execute("SELECT data FROM memories ORDER BY rid")]
+
+
+# -- a memory store per run ----------------------------------------------------------------------------
+
+
+def test_two_default_amm_runs_share_no_record(tmp_path: Path) -> None:
+    """The same swift-amm command into two --out directories: each has its own store; the second run
+    neither sees nor retrieves a record of the first (before: 8 then 16 records in one shared file)."""
+    args = ["eval", "--config", "swift-amm", "--set", "test", "--tasks", "3,13", "--limit-per-task", "1"]
+    args += ["-o", "env.step_limit=25"]
+    for name in ("r1", "r2"):
+        proc = fastslow(*args, "--out", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr
+        assert f"memory store: {tmp_path / name / 'memory.sqlite'}" in " ".join(proc.stdout.split())
+    rows1, rows2 = (
+        store_rows(tmp_path / "r1" / "memory.sqlite"),
+        store_rows(tmp_path / "r2" / "memory.sqlite"),
+    )
+    assert rows1 and rows2, "swift-amm wrote no memories in 25 steps: pick a livelier episode"
+    assert not {r["id"] for r in rows1} & {r["id"] for r in rows2}
+    for name, rows in (("r1", rows1), ("r2", rows2)):
+        record = json.loads((tmp_path / name / "run.json").read_text())
+        assert record["store"] == {
+            "kind": "sqlite",
+            "location": str((tmp_path / name / "memory.sqlite").resolve()),
+            "per_run": True,
+        }
+        assert record["starts"][0]["store_records"] == 0
+        # every record carries its own run's id, and every retrieval of the run returned its own records
+        assert {str(r["episode_id"]).split("/")[0] for r in rows} == {record["run_id"]}
+        own = {r["id"] for r in rows}
+        for log in (tmp_path / name / "events").glob("*.jsonl"):
+            for event in read_events(log):
+                if isinstance(event, MemoryRetrieval):
+                    assert set(event.ids) <= own
+    assert (
+        not Path("runs/memory.sqlite").exists()
+        or Path("runs/memory.sqlite").stat().st_mtime < time.time() - 600
+    )
+
+
+def test_a_named_store_is_shared_on_purpose_and_its_size_recorded(tmp_path: Path) -> None:
+    store = tmp_path / "shared.sqlite"
+    base = ["eval", "--config", "swift-amm", *SHORT, "-o", "env.step_limit=25", "-o", f"amm.path={store}"]
+    first = fastslow(*base, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    n = len(store_rows(store))
+    second = fastslow(*base, "--out", str(tmp_path / "b"))
+    assert second.returncode == 0, second.stderr
+    record = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert record["store"]["per_run"] is False and record["starts"][0]["store_records"] == n
+    assert "shared on purpose" in " ".join(second.stdout.split())
+
+
+# -- run identity ----------------------------------------------------------------------------------------
+
+
+def test_a_reused_out_dir_refuses_another_config_overrides_or_selection(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    done = fastslow("eval", "--config", "swift-only", *SHORT, "-o", "env.step_limit=8", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    before = snapshot(out)
+    # another config, the same selection: refused, nothing relabelled
+    other = fastslow("eval", "--config", "swift-srm", *SHORT, "-o", "env.step_limit=8", "--out", str(out))
+    one_error_line(other, "'swift-only'", "'swift-srm'", "--restart")
+    # the same config with another override
+    changed = fastslow("eval", "--config", "swift-only", *SHORT, "-o", "env.step_limit=5", "--out", str(out))
+    one_error_line(changed, "env.step_limit: 8 -> 5")
+    # a wider selection
+    wider = ["eval", "--config", "swift-only", "--set", "test", "--tasks", "13,17", "--limit-per-task", "1"]
+    one_error_line(fastslow(*wider, "-o", "env.step_limit=8", "--out", str(out)), "--extend")
+    assert snapshot(out) == before
+    # the same command resumes: nothing replayed, nothing rewritten but run.json's list of starts
+    again = fastslow("eval", "--config", "swift-only", *SHORT, "-o", "env.step_limit=8", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    after = snapshot(out)
+    assert {k: v for k, v in after.items() if k != "run.json"} == {
+        k: v for k, v in before.items() if k != "run.json"
+    }
+    assert len(json.loads(after["run.json"])["starts"]) == 2
+    # --extend plays only the new episode and reports both
+    extended = fastslow(*wider, "-o", "env.step_limit=8", "--extend", "--out", str(out))
+    assert extended.returncode == 0, extended.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (
+        metrics["episodes"] == 2
+        and (out / "events" / "13-0027.jsonl").read_bytes() == before["events/13-0027.jsonl"]
+    )
+    # --restart discards the run and starts the other config
+    restarted = fastslow(
+        "eval", "--config", "swift-srm", *SHORT, "-o", "env.step_limit=8", "--restart", "--out", str(out)
+    )
+    assert restarted.returncode == 0, restarted.stderr
+    record = json.loads((out / "run.json").read_text())
+    assert record["config_name"] == "swift-srm" and record["episodes"] == ["13-0027"]
+    assert sorted(p.name for p in (out / "events").glob("*.jsonl")) == ["13-0027.jsonl"]
+
+
+def test_run_refuses_an_eval_directory(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    assert fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out)).returncode == 0
+    before = snapshot(out)
+    proc = fastslow("run", "--config", "oracle", "--task", "13", "--variation", "27", "--out", str(out))
+    one_error_line(proc, "eval run's directory")
+    assert snapshot(out) == before
+
+
+def test_a_selection_naming_a_task_twice_plays_it_once(tmp_path: Path) -> None:
+    chosen = select_episodes("test", "3,3,13", None, 1)
+    assert [e.episode_id for e in chosen] == ["03-0027", "13-0027"] or len(chosen) == len(set(chosen)) == 2
+    out = tmp_path / "d"
+    proc = fastslow(
+        "eval",
+        "--config",
+        "oracle",
+        "--set",
+        "test",
+        "--tasks",
+        "7,7",
+        "--limit-per-task",
+        "1",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "metrics.json").read_text())["episodes"] == 1
+    assert len(json.loads((out / "run.json").read_text())["episodes"]) == 1
+
+
+def test_a_directory_without_run_record_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    (out / "events").mkdir(parents=True)
+    (out / "events" / "13-0027.jsonl").write_text("{}\n")
+    one_error_line(fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out)), "no run record")
+    (out / "run.json").write_text(json.dumps({"config_name": "oracle", "episodes": ["13 27"]}))
+    one_error_line(fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out)), "older fastslow")
+
+
+# -- the lock ------------------------------------------------------------------------------------------
+
+
+def test_a_second_eval_into_a_directory_in_use_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "0-4", "--limit-per-task", "2"]
+    first = subprocess.Popen(
+        [*FASTSLOW, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "run.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        second = fastslow(*args, "--out", str(out))
+        line = one_error_line(second, "is in use by", f"pid {first.pid}")
+        assert "wait for it" in line
+    finally:
+        first.kill()
+        first.wait(timeout=60)
+    # its owner died (kill -9): the lock is free and the same command resumes the run
+    resumed = fastslow(*args, "--out", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((out / "metrics.json").read_text())["episodes"] == 10
+
+
+# -- kill -9: no ghost records, no orphans ---------------------------------------------------------------
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (workers and their JVMs)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_kill_9_of_eval_leaves_no_worker_or_jvm(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    args = ["eval", "--config", "swift-only", "--set", "test", "--tasks", "0-9", "--limit-per-task", "2"]
+    parent = subprocess.Popen(
+        [*FASTSLOW, *args, "--workers", "2", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(list((out / "events").glob("*.jsonl"))) < 2:
+        time.sleep(0.2)
+    family = _descendants(parent.pid)
+    jvms = [p for p in family if b"scienceworld.jar" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(jvms) == 2, "expected two workers with a JVM each"
+    parent.send_signal(signal.SIGKILL)  # only the parent: its workers must notice on their own
+    parent.wait(timeout=30)
+    time.sleep(10)
+    survivors = [p for p in family if _alive(p)]
+    assert not survivors, f"orphans 10 s after kill -9: {survivors}"
+    logs_then = len(list((out / "events").glob("*.jsonl")))
+    time.sleep(2)
+    assert len(list((out / "events").glob("*.jsonl"))) == logs_then, "something still plays into DIR"
+
+
+def test_a_replayed_episode_leaves_no_records_of_its_killed_attempt(tmp_path: Path) -> None:
+    """An attempt that wrote memories and did not finish (its log lacks episode_end, as after kill -9):
+    the replay removes that attempt's records first, so the store holds each episode's records once."""
+    config = load_config("swift-amm", ["env.step_limit=25"])
+    episodes = [Episode(3, select_episodes("test", "3", None, 1)[0].variation)]
+    out = tmp_path / "d"
+    evaluate(config, episodes, out)
+    log = out / "events" / f"{episodes[0].episode_id}.jsonl"
+    first_writes = [e.record_id for e in read_events(log) if isinstance(e, MemoryWrite)]
+    assert first_writes, "no memories written: pick an episode with salient steps"
+    # the kill: the log loses its last line (episode_end) and metrics are not yet written
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-1]))
+    (out / "metrics.json").unlink()
+    evaluate(config, episodes, out)
+    rows = store_rows(out / "memory.sqlite")
+    replay_writes = [e.record_id for e in read_events(log) if isinstance(e, MemoryWrite)]
+    assert sorted(str(r["id"]) for r in rows) == sorted(replay_writes)
+    assert not set(first_writes) & {str(r["id"]) for r in rows}
+
+
+# -- logs and disks that fail ------------------------------------------------------------------------------
+
+
+def test_a_corrupted_event_log_is_named_and_replayed_on_resume(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "7,13", "--limit-per-task", "1"]
+    assert fastslow(*args, "--out", str(out)).returncode == 0
+    log = out / "events" / "13-0027.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[2] = '{"event": "env_step", "step": "garbage"}\n'
+    log.write_text("".join(lines))
+    one_error_line(fastslow("report", str(out)), str(log), "line 3")
+    resumed = fastslow(*args, "--out", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    kept = list((out / "events" / "failed").glob("13-0027.corrupt-*.jsonl"))
+    assert len(kept) == 1 and kept[0].read_text() == "".join(lines)
+    assert isinstance(read_events(log)[-1], EpisodeEnd)
+    assert json.loads((out / "metrics.json").read_text())["mean_score"] == 100
+
+
+def test_a_full_disk_is_one_line_and_the_logs_stay(tmp_path: Path) -> None:
+    """metrics.json cannot be written (its temporary file lands on /dev/full, which answers every write
+    with ENOSPC): one line, exit 2, the event logs kept; once there is room the same command finishes
+    without replaying anything."""
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "metrics.json.tmp").symlink_to("/dev/full")
+    proc = fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out))
+    one_error_line(proc, "metrics.json", "No space left on device")
+    log = out / "events" / "13-0027.jsonl"
+    assert isinstance(read_events(log)[-1], EpisodeEnd)
+    kept = log.read_bytes()
+    (out / "metrics.json.tmp").unlink(missing_ok=True)
+    again = fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert log.read_bytes() == kept and json.loads((out / "metrics.json").read_text())["mean_score"] == 100
+
+
+@pytest.mark.parametrize("cut", ["page", "schema"])
+def test_a_broken_memory_store_is_counted_and_told_once(tmp_path: Path, cut: str) -> None:
+    """A store that fails (corrupted pages) turns writes into fallbacks: counted in metrics.json,
+    printed once on the console with SQLite's own reason, warned about in the report."""
+    store = tmp_path / "broken.sqlite"
+    config_args = ["-o", "env.step_limit=25", "-o", f"amm.path={store}"]
+    seed = fastslow("eval", "--config", "swift-amm", *SHORT, *config_args, "--out", str(tmp_path / "seed"))
+    assert seed.returncode == 0, seed.stderr
+    with sqlite3.connect(store) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if cut == "schema":
+            db.execute("DROP TABLE slice_terms")
+    if cut == "page":
+        data = bytearray(store.read_bytes())
+        page = 4096
+        for offset in range(2 * page, len(data), page):  # every page after the schema's is garbage
+            data[offset : offset + page] = os.urandom(page)
+        store.write_bytes(bytes(data))
+    out = tmp_path / "d"
+    args = ["eval", "--config", "swift-amm", "--set", "test", "--tasks", "3,13", "--limit-per-task", "1"]
+    proc = fastslow(*args, *config_args, "--out", str(out))
+    assert proc.returncode in (0, 2), proc.stderr
+    if proc.returncode == 2:  # the store cannot even be counted at start: one line naming it
+        one_error_line(proc, "memory store", str(store))
+        return
+    console = " ".join(proc.stdout.split())
+    assert console.count("warning: memory store:") == 1, proc.stdout
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["mechanisms"]["memory"]["store_errors"] > 0
+    report = fastslow("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "the AMM store failed" in (out / "report" / "report.md").read_text()
