@@ -34,7 +34,7 @@ install-dev: $(DEV_STAMP)
 # HTML report: about 3 minutes on 2 cores. Rerunning resumes (finished episodes are skipped).
 demo: install
 	$(VENV)/bin/fastslow eval --config full --set test --tasks 13,17 --limit-per-task 1 --workers 2 \
-		-o env.step_limit=30 -o amm.path=runs/demo/memory.sqlite --out runs/demo
+		-o env.step_limit=30 --out runs/demo
 	$(VENV)/bin/fastslow report runs/demo
 
 # The paper's four configurations on the 271 test episodes with the paper's models (configs/paper*.yaml):
@@ -48,7 +48,7 @@ paper: install-dev
 	for c in $(PAPER_CONFIGS); do \
 		w=""; case $$c in *amm|*full) w=--warmup;; esac; \
 		$(VENV)/bin/fastslow eval --config $$c --set test $$w --workers $(WORKERS) \
-			-o amm.path=$(PAPER_OUT)/$$c/memory.sqlite --out $(PAPER_OUT)/$$c || exit 1; \
+			--out $(PAPER_OUT)/$$c || exit 1; \
 	done
 	$(VENV)/bin/fastslow report $(addprefix $(PAPER_OUT)/,$(PAPER_CONFIGS)) --out $(PAPER_OUT)/report
 

@@ -173,14 +173,13 @@ def eval_(
             restart=restart,
             extend=extend,
         )
-        if record.store is not None:
-            shared = "" if record.store.per_run else " (named by the config: shared on purpose)"
+        store = record.store
+        if store is not None:
+            shared = "" if store.per_run else " (named by the config: shared on purpose)"
             records = record.starts[-1].store_records
-            console.print(f"memory store: {record.store.location}{shared}, {records} records at start")
-        if warmup:
-            console.print(
-                f"warm-up: filling the memory store {record.store.location if record.store else ''}"
-            )
+            console.print(f"memory store: {store.location}{shared}, {records} records at start")
+        if warmup and store is not None:  # (--warmup without AMM was refused above)
+            console.print(f"warm-up: filling the memory store {store.location}")
             done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
             console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
         chosen = [Episode.from_id(i) for i in record.episodes]

@@ -101,5 +101,7 @@ def test_cli_eval_warmup_plays_the_warmup_set(tmp_path: Path) -> None:
         [sys.executable, "-m", "fastslow.cli", *args], capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, proc.stderr
+    # the warm-up message names the store it fills (not the folder of the warm-up logs)
+    assert f"warm-up: filling the memory store {tmp_path / 'm.sqlite'}" in " ".join(proc.stdout.split())
     assert len(list((out / "warmup" / "events").glob("*.jsonl"))) == 60
     assert json.loads((out / "metrics.json").read_text())["episodes"] == 1

@@ -40,7 +40,7 @@ def test_no_password_in_any_run_record(
     config = load_config("swift-amm", overrides)
     out = tmp_path / "run"
     try:
-        evaluate(config, [Episode(3, 27), Episode(13, 27)], out, workers=2)
+        evaluate(config, [Episode(3, 27), Episode(13, 6)], out, workers=2)
         starts = [
             e for p in (out / "events").glob("*.jsonl") for e in read_events(p) if isinstance(e, EpisodeStart)
         ]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from loopback_servers import Answer, CannedServer
+from loopback_servers import Answer, CannedServer, completion_json
 
 from fastslow.events import EpisodeEnd, ModelCall, read_events
 
@@ -57,8 +57,11 @@ def test_failed_model_calls_are_counted_and_told(
     assert failed and all(e.attempts == 2 for e in failed)
     usage = json.loads((out / "metrics.json").read_text())["usage"]
     assert usage["model_call_errors"] == len(failed) == usage["model_calls"]
-    assert usage["model_call_errors_by_role"] == {"sage": len(failed)}
-    assert " ".join(proc.stdout.split()).count("warning: sage model call failed") == 1, proc.stdout
+    by_role = usage["model_call_errors_by_role"]
+    assert set(by_role) <= {"sage_plan", "sage_ground"} and sum(by_role.values()) == len(failed)
+    console = " ".join(proc.stdout.split())
+    for role in by_role:  # once per role, however many calls of that role failed
+        assert console.count(f"warning: {role} model call failed") == 1, proc.stdout
     report = subprocess.run(
         [sys.executable, "-m", "fastslow.cli", "report", str(out)],
         capture_output=True,
@@ -67,3 +70,20 @@ def test_failed_model_calls_are_counted_and_told(
     )
     assert report.returncode == 0, report.stderr
     assert f"{len(failed)} of {len(failed)} model calls failed" in (out / "report" / "report.md").read_text()
+
+
+def test_a_model_list_that_is_not_json_is_one_line_before_anything_is_written(
+    canned: Callable[..., CannedServer], tmp_path: Path
+) -> None:
+    server = canned([completion_json("1. look around")], models=Answer("<html>login</html>", "text/html"))
+    out = tmp_path / "run"
+    args = ["eval", "--config", "baseline", "--set", "test", "--tasks", "13", "--limit-per-task", "1"]
+    args += ["-o", "sage.model.kind=openai", "-o", f"sage.model.base_url={server.base_url}"]
+    args += ["-o", "sage.model.model=canned", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and server.base_url in lines[0] and "not a model list" in lines[0], proc.stderr
+    assert not out.exists()

@@ -38,6 +38,7 @@ from fastslow.eval.rundir import (
     claim_run,
     claimed_run,
     config_hash,
+    note_warmup,
     run_lock,
     store_config,
     write_json,
@@ -281,4 +282,5 @@ def run_warmup(
             on_outcome=finished,
             run_id=f"{run_id}/{WARMUP_DIR}",
         )
+        note_warmup(out, config)
     return outcomes

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -77,6 +78,8 @@ class RunStart(BaseModel):
     executor: str
     store_records: int | None = None
     """Records in the AMM store when this start began (None without AMM): a populated store is visible."""
+    store_records_after_warmup: int | None = None
+    """Records in the store once this start's warm-up was played (None without ``--warmup``)."""
 
 
 class RunRecord(BaseModel):
@@ -95,7 +98,7 @@ class RunRecord(BaseModel):
     warmup: dict[str, Any] | None = None
     """The warm-up that fills the store: ``{"played_by": name, "config_hash": ...}``; None without."""
     code: dict[str, str | None]
-    """fastslow, scienceworld, python, ... versions and the git commit of the code that ran."""
+    """fastslow, scienceworld, python, ... versions, the git commit and the hash of fastslow's sources."""
     episodes: list[str]
     """The selection: episode ids (``13-0027``, ``13-0027-s1`` when seeded) in play order."""
     store: StoreInfo | None = None
@@ -108,8 +111,26 @@ def config_hash(config: RunConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+SOURCE_SUFFIXES = (".py", ".j2", ".yaml", ".json", ".java", ".npz")
+
+
+@cache
+def source_hash() -> str:
+    """sha256 of fastslow's own files (code, prompts, configs, task table, shipped Swift weights): a
+    commit says nothing about uncommitted edits, and an edit can change what a resumed run does."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()):
+        if "__pycache__" in path.parts:
+            continue
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def code_identity() -> dict[str, str | None]:
-    return {**versions(), "git_commit": git_commit()}
+    """The code part of a run's identity: package versions, git commit and the hash of the sources."""
+    return {**versions(), "git_commit": git_commit(), "source": source_hash()}
 
 
 def store_config(config: RunConfig, out: Path) -> RunConfig:
@@ -389,3 +410,12 @@ def check_not_eval_dir(out: Path) -> None:
 def claimed_run(out: Path) -> RunRecord | None:
     """The run this process claimed in DIR, if any."""
     return _CLAIMED.get(out.resolve())
+
+
+def note_warmup(out: Path, config: RunConfig) -> None:
+    """Record in run.json how many records the store holds now that the warm-up is played."""
+    record = claimed_run(out)
+    if record is None or not record.starts:
+        return
+    record.starts[-1].store_records_after_warmup = _store_records(config)
+    write_json(out / RUN_FILE, record.model_dump(mode="json"))
