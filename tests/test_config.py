@@ -73,7 +73,7 @@ def test_extends_merges_sections_and_reports_loops(tmp_path: Path) -> None:
     assert (child.name, child.description) == ("child", "")
     (tmp_path / "builtin.yaml").write_text("extends: [swift-only, base.yaml]\n")
     mixed = load_config(str(tmp_path / "builtin.yaml"))
-    assert mixed.agent.kind == "swift" and mixed.env.step_limit == 7
+    assert mixed.agent.kind == "swiftsage" and not mixed.controller.sage_enabled and mixed.env.step_limit == 7
     (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
     (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
     with pytest.raises(UsageError, match="'extends' loops"):
@@ -118,7 +118,6 @@ BAD_VALUES = [
     ("swift.rerank_pool", "0"),
     ("swift.repeat_penalty", "-1"),
     ("swift.loop_window", "0"),
-    ("swift.focus_min_confidence", "2"),
     ("critic.budget", "-1"),
     ("critic.cooldown", "-1"),
     ("critic.backoff", "-1"),
@@ -131,8 +130,8 @@ BAD_VALUES = [
     ("controller.escalation.repeat_window", "0"),
     ("controller.escalation.no_action_streak", "-1"),
     ("controller.escalation.failure_streak", "-1"),
-    ("controller.escalation.failure_markers", "['not', '']"),
-    ("controller.escalation.failure_markers", "['  ']"),
+    ("env.failure_markers", "['not', '']"),
+    ("env.failure_markers", "['  ']"),
     ("controller.escalation.max_consecutive_sage", "-1"),
     ("controller.escalation.sage_cooldown", "-1"),
     ("controller.buffer.size", "0"),

@@ -12,6 +12,7 @@ from scienceworld import ScienceWorldEnv
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
+from fastslow.env.wrappers import TimeLimit
 from fastslow.errors import EnvError, UsageError
 from fastslow.events import EndState
 
@@ -43,14 +44,17 @@ def test_wrong_focus_is_failure(env: ScienceWorldAdapter) -> None:
 
 
 def test_step_limit(env: ScienceWorldAdapter) -> None:
-    env.step_limit = 3
-    try:
-        r = env.reset(FIND_NON_LIVING, 0)
-        ends = [env.step("look around").end for _ in range(3)]
-    finally:
-        env.step_limit = 300
+    limited = TimeLimit(env, 3)
+    r = limited.reset(FIND_NON_LIVING, 0)
+    ends = [limited.step("look around").end for _ in range(3)]
     assert ends == [EndState.RUNNING, EndState.RUNNING, EndState.STEP_LIMIT]
     assert r.end is EndState.RUNNING
+
+
+def test_adapter_knows_no_step_limit(env: ScienceWorldAdapter) -> None:
+    env.reset(FIND_NON_LIVING, 0)
+    results = [env.step("look around") for _ in range(301)]  # past the old built-in default of 300
+    assert [r.end for r in results] == [EndState.RUNNING] * 301 and results[-1].steps == 301
 
 
 def test_reward_is_score_delta(env: ScienceWorldAdapter) -> None:
@@ -82,6 +86,36 @@ def test_same_as_stock_wrapper(java_helper: bool) -> None:
             assert obs == r.observation and info["score"] == r.score
             assert info["valid"] == list(r.valid_actions)
             assert (info["look"], info["inv"], info["taskDesc"]) == (r.look, r.inventory, r.task_description)
+    finally:
+        stock.close()
+        env.close()
+
+
+def test_gold_path_comes_whole_through_the_batched_reset(env: ScienceWorldAdapter) -> None:
+    """The helper frames the gold path with its length; it is the simulator's own list, in order."""
+    task = get_task(13)  # identify-life-stages-2: 16-step gold path
+    env.reset(task.task_id, task.variations["test"][0], gold=True)
+    assert env._jvm is not None and env._jvm.fast is not None
+    assert env.gold_actions == tuple(str(a) for a in env._jvm.server.getGoldActionSequence())
+    assert len(env.gold_actions) > 10
+    env.reset(task.task_id, task.variations["test"][0])
+    assert env.gold_actions == ()
+
+
+def test_reset_equals_the_stock_load_and_reset_on_many_tasks() -> None:
+    """Our reset skips the simulator's reset() after load() (it only loads again): the first state is
+    the stock wrapper's load + reset for tasks that two JVMs build alike."""
+    env = ScienceWorldAdapter()
+    stock = ScienceWorldEnv("", envStepLimit=1000)
+    try:
+        for task_id in (0, 2, 17, 22):
+            task = get_task(task_id)
+            variation = task.variations["train"][0]
+            stock.load(task.name, variation, "easy")
+            obs, info = stock.reset()
+            r = env.reset(task_id, variation)
+            assert (obs, info["valid"], info["score"]) == (r.observation, list(r.valid_actions), r.score)
+            assert (info["look"], info["inv"], info["moves"]) == (r.look, r.inventory, r.moves)
     finally:
         stock.close()
         env.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +15,8 @@ from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.episodes import select_episodes, with_seeds
 from fastslow.eval.evaluate import evaluate
-from fastslow.eval.report import write_report
+from fastslow.eval.records import METRICS_FORMAT
+from fastslow.eval.report import load_run, write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -44,6 +46,14 @@ def test_report_seeds_table(run_dir: Path, tmp_path: Path) -> None:
     write_report([run_dir, seeded], tmp_path / "report")
     rows = list(csv.reader((tmp_path / "report" / "seeds.csv").open()))
     assert rows[1:] == [["oracle (seeded)", "2", "100.00 ± 0.00", "100.00% ± 0.00%", "0: 100.00, 1: 100.00"]]
+
+
+def test_eval_writes_a_versioned_record_the_report_reads(run_dir: Path) -> None:
+    saved = json.loads((run_dir / "metrics.json").read_text())
+    assert saved["format_version"] == METRICS_FORMAT and next(iter(saved)) == "format_version"
+    run = load_run(run_dir)
+    assert run.name == "oracle" and run.metrics.episodes == 2 and run.metrics.to_json() == saved
+    assert set(run.metrics.per_task) == {"7", "17"} and run.metrics.per_task["17"].mean_score == 100
 
 
 def test_report_cli_rejects_unfinished_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -140,7 +140,7 @@ def eval_(
     """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json.
 
     Rerunning the same command resumes; a DIR holding another config's run is refused."""
-    from fastslow.controller.controller import check_models
+    from fastslow.build import check_models
     from fastslow.env.episodes import Episode, parse_int_ranges, select_episodes, with_seeds
     from fastslow.eval.evaluate import prepare_out_dir, warmup_spec
     from fastslow.eval.live import eval_with_progress, warmup_with_progress
@@ -236,6 +236,49 @@ def bench_env_cmd(
     print(json.dumps({**heads["none"], "simplification": "none", "easy": heads["easy"]}))
     if mismatches:
         raise typer.Exit(1)
+
+
+@bench_app.command("step")
+def bench_step_cmd(
+    config: ConfigOpt = "swift-srm",
+    override: OverrideOpt = None,
+    resets: Annotated[int, typer.Option("--resets", help="Timed env resets per episode.")] = 3,
+    profile: Annotated[
+        bool,
+        typer.Option("--profile", help="Also print the top functions of act + observe (cProfile)."),
+    ] = False,
+    top: Annotated[int, typer.Option("--top", help="Functions in the --profile summary.")] = 10,
+) -> None:
+    """Agent vs env milliseconds per step on fixed fast-pathway test episodes, and env reset time.
+
+    Agent = agent.act + agent.observe, env = env.step, timed side by side in one loop; the JSON line
+    has means, p50/p95, their ratio, valid actions per step and reset p50/p95 (no gold path)."""
+    import cProfile
+
+    from fastslow.bench.step import DEFAULT_EPISODES, bench_step, profile_summary
+
+    cfg = _config(config, override)
+    if resets < 1:
+        raise UsageError(f"--resets must be >= 1, got {resets}")
+    if cfg.agent.kind == "oracle":
+        raise UsageError("bench step times a deciding agent: choose a fast-pathway config (e.g. swift-srm)")
+    profiler = cProfile.Profile() if profile else None
+    console.print(f"[bold]{cfg.name}[/bold]: {len(DEFAULT_EPISODES)} test episodes, {resets} resets each")
+    result = bench_step(
+        cfg, resets=resets, profile=profiler, progress=lambda s: console.print("  " + s, highlight=False)
+    )
+    head = result.headline()
+    console.print(
+        f"  {head['steps']} steps at {head['mean_valid_actions']} valid actions/step: agent "
+        f"{head['agent_ms_per_step']} ms/step, env {head['env_ms_per_step']} ms/step, ratio "
+        f"{head['agent_env_ratio']} (target <= {head['target_agent_env_ratio']}); reset p50 "
+        f"{head['reset_ms_p50']} ms (target <= {head['target_reset_ms_p50']})",
+        highlight=False,
+    )
+    if profiler is not None:
+        console.print("[bold]act + observe, top functions by cumulative time[/bold] (times inflated by it)")
+        console.print(profile_summary(profiler, top), highlight=False, markup=False)
+    print(json.dumps(head))
 
 
 @bench_app.command("llm")

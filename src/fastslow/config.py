@@ -16,10 +16,11 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from fastslow.controller.config import ControllerConfig
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.errors import UsageError
 from fastslow.memory.config import AmmConfig
 from fastslow.models.config import ModelConfig
-from fastslow.reflection.config import SrmConfig
+from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.strict import StrictModel
 
 SCIENCEWORLD_SIMPLIFICATIONS: tuple[str, ...] = (
@@ -47,6 +48,20 @@ class EnvConfig(StrictModel):
     """Maximum env steps per episode (SwiftSage used 300; its baselines 100)."""
     jvm_timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     """A single JVM call taking longer than this ends the episode with a typed error instead of hanging."""
+    failure_markers: list[str] = list(DEFAULT_FAILURE_MARKERS)
+    """Words that make an observation a refusal (``Feedback.failure``; whole words, case-insensitive):
+    one set for SwiftSage's failure messages, SRM's invalid loop and everything else that classifies
+    ScienceWorld's feedback (``fastslow.env.semantics``). "No known action matches that input." is
+    invalid input whatever the markers."""
+
+    @field_validator("failure_markers")
+    @classmethod
+    def _words(cls, value: list[str]) -> list[str]:
+        # A blank marker would match between any two spaces and make every observation a failure.
+        blank = [i for i, marker in enumerate(value) if not marker.strip()]
+        if blank:
+            raise ValueError(f"a failure marker must be a word, not blank (item {blank[0]})")
+        return value
 
     @field_validator("simplification")
     @classmethod
@@ -66,10 +81,10 @@ class EnvConfig(StrictModel):
 class AgentConfig(StrictModel):
     """Which agent plays the episode."""
 
-    kind: Literal["oracle", "swift", "swiftsage"] = "oracle"
+    kind: Literal["oracle", "swiftsage"] = "oracle"
     """oracle = replay ScienceWorld's gold action sequence (an upper bound and a harness check);
-    swift = the Swift proposer acts alone (no Sage, no modules) with its safety policy;
-    swiftsage = SwiftSage's fast/slow controller (the paper's baseline; ``controller:`` section)."""
+    swiftsage = SwiftSage's fast/slow controller (the paper's baseline; ``controller:`` section), which
+    also plays Swift alone (``controller.sage_enabled: false``, e.g. swift-only)."""
 
 
 class SwiftConfig(StrictModel):
@@ -89,13 +104,11 @@ class SwiftConfig(StrictModel):
     max_new_tokens: int = Field(default=16, ge=1)
     """t5: longest generated action in tokens (SwiftSage: 16)."""
     rerank_pool: int = Field(default=50, ge=1)
-    """swift agent: top candidates the safety policy re-scores before acting."""
+    """With the safety policy (``controller.swift_policy``): top candidates it re-scores before acting."""
     repeat_penalty: float = Field(default=6.0, ge=0, allow_inf_nan=False)
     """Safety policy: score penalty per execution of the same action in the last `loop_window` steps."""
     loop_window: int = Field(default=10, ge=1)
     """Safety policy: how many recent steps the loop penalty looks at."""
-    focus_min_confidence: float = Field(default=0.0, ge=0, le=1)
-    """swift agent: put off a focus whose probability among the candidates is below this (-100 risk)."""
     focus_rule: bool = True
     """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""
 
@@ -105,28 +118,6 @@ class SageConfig(StrictModel):
 
     model: ModelConfig = ModelConfig()
     """Language model Sage plans and grounds with (default: the embedded offline model)."""
-
-
-class CriticConfig(StrictModel):
-    """The SRM Critic, called when the agent stagnates (paper §3.2; same model as Sage in §4)."""
-
-    model: ModelConfig = ModelConfig()
-    """Language model the Critic diagnoses with (default: the embedded offline model)."""
-    kind: Literal["llm", "rules"] = "llm"
-    """llm = the paper's Critic (prompt critic.j2, ``model`` answers); rules = a deterministic Critic that
-    proposes untried task-relevant actions and unvisited rooms from the stagnation report."""
-    budget: int = Field(default=3, ge=0)
-    """Critic calls allowed per episode (paper: 3; 6 lowered the score from 64.33 to 52.95)."""
-    cooldown: int = Field(default=5, ge=0)
-    """Env steps after a call before the next one."""
-    backoff: int = Field(default=10, ge=0)
-    """Env steps after an ineffective call before the next one (replaces the cooldown)."""
-    effect_window: int = Field(default=5, ge=1)
-    """A call is effective if the score increases within this many env steps after it."""
-    max_actions: int = Field(default=5, ge=1)
-    """Actions kept from one call (the paper's Critic outputs at most 5)."""
-    history: int = Field(default=10, ge=0)
-    """Recent turns shown in the Critic's prompt."""
 
 
 class RunConfig(StrictModel):

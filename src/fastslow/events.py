@@ -4,6 +4,10 @@ Every metric fastslow reports is computed from these logs, never from in-memory 
 run can be re-scored, compared or audited after the fact. One file holds one episode: an
 ``episode_start`` header, then one event per env step and per model call, then ``episode_end``.
 A file without ``episode_end`` is an unfinished episode (crash, kill) and is ignored by metrics.
+
+Fields with a fixed vocabulary (escalation rules, stagnation patterns, AMM triggers and targets, model
+roles, ...) are typed with the Literals of ``fastslow.vocab``: a value outside them does not parse, and
+``iter_events`` reports the file and line (``CorruptLogError``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,19 @@ from typing import IO, Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from fastslow.errors import CorruptLogError
+from fastslow.vocab import (
+    CriticEffectReason,
+    CriticKind,
+    EscalationBlock,
+    EscalationRule,
+    FallbackTarget,
+    FallbackTrigger,
+    MemoryTag,
+    MemoryTarget,
+    ModelRole,
+    StagnationPattern,
+)
+from fastslow.vocab import MemoryTrigger as MemoryTrigger  # re-exported: memory.hooks imports it from here
 
 SCHEMA_VERSION = 1
 
@@ -93,8 +110,9 @@ class ModelCall(_Event):
     event: Literal["model_call"] = "model_call"
     step: int
     """Env step at which the call was made (0 before the first step)."""
-    role: str
-    """Why the model was called: sage_plan, sage_ground, critic, bench, ..."""
+    role: ModelRole
+    """Why the model was called: sage_plan, sage_ground, critic, bench, bench_warmup, bench_prompt,
+    bench_gen."""
     backend: str
     model: str
     prompt_tokens: int = 0
@@ -121,11 +139,6 @@ class EpisodeEnd(_Event):
     error: str | None = None
 
 
-MemoryTrigger = Literal["T1", "T2", "T3", "T4"]
-"""AMM retrieval triggers (paper §3.1): T1 Swift failure, T2 stagnation, T3 repeated invalid action,
-T4 Sage planning."""
-
-
 class MemoryWrite(_Event):
     """AMM stored a record: the salience gate found the transition informative (paper §3.1, App. D)."""
 
@@ -133,7 +146,7 @@ class MemoryWrite(_Event):
     step: int
     """Env step whose transition was stored."""
     record_id: str
-    tag: str
+    tag: MemoryTag
     """success, near-miss or avoidance."""
     subtag: str
     """Why: terminal, milestone, focus, progress, invalid-action, task-failure, score-loss."""
@@ -161,7 +174,7 @@ class MemoryInjection(_Event):
     event: Literal["memory_injection"] = "memory_injection"
     step: int
     trigger: MemoryTrigger
-    target: Literal["swift", "sage", "critic"]
+    target: MemoryTarget
     n: int
     """Records in the block after dedup, filtering and truncation."""
     chars: int
@@ -173,10 +186,10 @@ class MemoryFallback(_Event):
 
     event: Literal["memory_fallback"] = "memory_fallback"
     step: int
-    trigger: str
+    trigger: FallbackTrigger
     """T1-T4, or ``write`` for the write hook."""
-    target: str = ""
-    """swift, sage, critic, or ``store`` for a failed write."""
+    target: FallbackTarget | Literal[""] = ""
+    """swift, sage, critic; ``store`` for a failed write, ``cache`` for a failed T2/T3 retrieval."""
     reason: str
     """no_records, over_budget, format_error, structure_check, store_error, ... (with detail)."""
 
@@ -204,11 +217,11 @@ class Escalation(_Event):
 
     event: Literal["escalation"] = "escalation"
     step: int
-    rule: str
+    rule: EscalationRule
     """invalid_action, failure_messages, focus_before_sage, no_progress."""
     detail: str = ""
     """Human-readable evidence for the rule."""
-    blocked: str | None = None
+    blocked: EscalationBlock | None = None
     """Why Sage was nevertheless not called (cooldown, consecutive_sage); None when it was."""
 
 
@@ -217,7 +230,7 @@ class SageCall(_Event):
 
     event: Literal["sage_call"] = "sage_call"
     step: int
-    rule: str
+    rule: EscalationRule
     """The escalation rule that called Sage."""
     model_calls: int
     """LLM calls made (planning, grounding, grounding retries)."""
@@ -307,9 +320,9 @@ class StagnationReport(_Event):
     event: Literal["stagnation_report"] = "stagnation_report"
     step: int
     """Env steps taken when the threshold was crossed."""
-    pattern: str
+    pattern: StagnationPattern
     """The main pattern: invalid_loop, repeated_action, repeated_observation, verb_loop, navigation_loop."""
-    patterns: list[str] = []
+    patterns: list[StagnationPattern] = []
     """Every pattern that crossed its threshold at this step, main one first."""
     evidence_steps: list[int] = []
     """Env steps whose turns show the pattern."""
@@ -324,9 +337,9 @@ class CriticCall(_Event):
 
     event: Literal["critic_call"] = "critic_call"
     step: int
-    kind: str
+    kind: CriticKind
     """llm or rules."""
-    pattern: str
+    pattern: StagnationPattern
     """Pattern of the stagnation report that triggered the call."""
     diagnosis: str = ""
     proposed: list[str] = []
@@ -350,7 +363,7 @@ class CriticEffect(_Event):
     effective: bool
     score_before: int
     score_after: int
-    reason: str = ""
+    reason: CriticEffectReason
     """score_increase, no_progress_in_window, no_actions, episode_end."""
 
 

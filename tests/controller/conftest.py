@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from controller.helpers import Run, ScriptedSwift
-from fastslow.config import EnvConfig, RunConfig
+from fastslow.build import build_swiftsage
+from fastslow.config import AgentConfig, EnvConfig, RunConfig
 from fastslow.controller.config import ControllerConfig
-from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.sage import Sage
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.runner import run_episode
@@ -35,8 +34,13 @@ def play(env: ScienceWorldAdapter) -> Callable[..., Run]:
     ) -> Run:
         cfg = ControllerConfig.model_validate(controller)
         model = ScriptedModel(sage)
-        agent = SwiftSageAgent(swift, Sage(model, cfg.sage, cutoff=cfg.ground_cutoff), cfg)
-        config = RunConfig(name="test-controller", env=EnvConfig(step_limit=step_limit))
+        config = RunConfig(
+            name="test-controller",
+            env=EnvConfig(step_limit=step_limit),
+            agent=AgentConfig(kind="swiftsage"),
+            controller=cfg,
+        )
+        agent = build_swiftsage(config, swift=swift, sage_model=model)
         sink = ListSink()
         try:
             outcome = run_episode(env, agent, Episode(task, variation), config, sink)

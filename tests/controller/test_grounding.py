@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fastslow.controller.grounding import Grounder, normalize
+from fastslow.controller.grounding import Grounder
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import clean as normalize
 
 VALID = (
     "look around",

@@ -9,15 +9,12 @@ from pathlib import Path
 import pytest
 
 from controller.helpers import Run
+from fastslow.build import build_swiftsage
 from fastslow.config import load_config
-from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.hooks import Modules
-from fastslow.controller.sage import Sage
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink
-from fastslow.memory.hooks import Amm
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.sqlite import SqliteStore
 from fastslow.models.base import Message
@@ -45,28 +42,21 @@ def play_modules(env: ScienceWorldAdapter, tmp_path: Path) -> Callable[..., Run]
     ) -> Run:
         path = tmp_path / store_name
         config = load_config("baseline", [f"env.step_limit={step_limit}", f"amm.path={path}", *overrides])
-        amm = None
+        store = None
         if config.amm.enabled:
             store = SqliteStore(str(path))
             store.add_many(list(memories))
-            amm = Amm(config.amm, store)
         model = ScriptedModel(sage)
-        modules = Modules(config=config, amm=amm, critic_model=ScriptedModel(critic))
-        ctl = config.controller
-        agent = SwiftSageAgent(
-            swift,
-            Sage(model, ctl.sage, cutoff=ctl.ground_cutoff) if ctl.sage_enabled else None,
-            ctl,
-            modules=modules,
-            min_confidence=config.swift.min_confidence,
+        agent = build_swiftsage(
+            config, swift=swift, sage_model=model, critic_model=ScriptedModel(critic), store=store
         )
         sink = ListSink()
         try:
             outcome = run_episode(env, agent, Episode(task, variation), config, sink)
         finally:
             env.step_limit = 300
-            if amm is not None:
-                amm.close()
+            if store is not None:
+                store.close()
         run = Run(outcome, sink.events, agent, model)
         run.steps = run.of("env_step")
         return run

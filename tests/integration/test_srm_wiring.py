@@ -35,7 +35,7 @@ def test_every_candidate_dropped_falls_back_and_escalation_counts_it(play_module
         ScriptedSwift(["dance wildly"]), sage_replies("1. look at picture"), overrides=SRM, step_limit=3
     )
     first, second = run.steps[:2]
-    assert first.action == "look around" and "dropped by Gate-1" in first.reason
+    assert first.action == "look around" and "no candidate resolved" in first.reason
     (esc, *_) = run.of("escalation")
     assert esc.rule == "invalid_action" and esc.step == 1  # two timesteps without a valid Swift action
     assert second.source == "sage" and second.action == "look at picture"

@@ -10,7 +10,8 @@ import pytest
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
-from fastslow.reflection.normalize import apply_aliases, normalize, strip_qualifiers
+from fastslow.env.semantics import normalize
+from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 from reflection.helpers import State
 
 A, R, D = GateOutcome.ACCEPT, GateOutcome.REPAIR, GateOutcome.DROP

@@ -26,7 +26,7 @@ def test_loop_with_gate_detector_and_rules_critic(env: ScienceWorldAdapter, tmp_
     with JsonlWriter(log) as writer:
         sink = FanOut(writer, memory)
         traj = start(env)
-        srm = Srm.for_episode(config, traj.current, sink=sink)
+        srm = Srm.for_episode(config.srm, config.critic, traj.current, sink=sink)
         assert srm is not None and srm.gate is not None
         buffer: deque[str] = deque()
         for _ in range(15):
@@ -63,11 +63,11 @@ def test_loop_with_gate_detector_and_rules_critic(env: ScienceWorldAdapter, tmp_
 
 def test_srm_off_means_no_component(env: ScienceWorldAdapter) -> None:
     traj = start(env)
-    assert Srm.for_episode(RunConfig(), traj.current, sink=ListSink()) is None
+    assert Srm.for_episode(RunConfig().srm, RunConfig().critic, traj.current, sink=ListSink()) is None
     no_critic = load_config(
         "oracle", ["srm.enabled=true", "srm.critic.enabled=false", "srm.gate.enabled=false"]
     )
-    srm = Srm.for_episode(no_critic, traj.current, sink=ListSink())
+    srm = Srm.for_episode(no_critic.srm, no_critic.critic, traj.current, sink=ListSink())
     assert srm is not None and srm.gate is None and srm.detector is not None and srm.critic is None
 
 

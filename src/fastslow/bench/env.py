@@ -56,7 +56,7 @@ def bench_env(
     from scienceworld import ScienceWorldEnv
 
     stock = ScienceWorldEnv("", envStepLimit=10_000)
-    ours = ScienceWorldAdapter(simplification=simplification, step_limit=10_000)
+    ours = ScienceWorldAdapter(simplification=simplification)
     steps, n_valid, stock_s, ours_s = 0, 0, 0.0, 0.0
     mismatches: list[str] = []
     try:

@@ -19,16 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fastslow.env.semantics import NO_MATCH, ROOMS
 from fastslow.env.tasks import all_tasks
 from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.stores import BulkStore, open_location
 from fastslow.memory.stores.base import MemoryStoreError
 
 SIZES = (1_000, 10_000, 100_000)
-ROOMS = (
-    "kitchen", "bathroom", "workshop", "art studio", "greenhouse", "outside", "bedroom", "living room",
-    "foundry", "hallway",
-)  # fmt: skip
 OBJECTS = (
     "thermometer", "metal pot", "stove", "sink", "freezer", "fridge", "cup", "glass jar", "red box",
     "blue box", "orange box", "flower pot", "seed jar", "apple seed", "banana tree", "ice cube", "water",
@@ -46,7 +43,7 @@ OBSERVATIONS = (
     "You pour the {o} into the {p}.",
     "Chemicals mixed; the {o} now contains {p}.",
     "a {o}, which is at a temperature of 22 degrees celsius",
-    "No known action matches that input.",
+    NO_MATCH,
     "You move the {o} to the {p}.",
 )
 TAG_MIX: tuple[tuple[Tag, str, float], ...] = (

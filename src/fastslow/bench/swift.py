@@ -49,7 +49,7 @@ def gather_actions(env: ScienceWorldAdapter, task: int, n_actions: int) -> tuple
 def bench_swift(
     proposer: Proposer, policy: SafetyPolicy, task: int = 0, n_actions: int = 3000, decisions: int = 200
 ) -> dict[str, Any]:
-    with ScienceWorldAdapter(simplification="easy", step_limit=10_000) as env:
+    with ScienceWorldAdapter(simplification="easy") as env:
         traj, actions = gather_actions(env, task, n_actions)
     base = replace(traj.current, valid_actions=tuple(actions))
     traj.current = base

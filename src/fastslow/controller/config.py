@@ -6,22 +6,9 @@ from); every rule can be switched off or re-tuned from YAML, so an ablation is a
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from fastslow.strict import StrictModel
-
-
-def _word(marker: str) -> str:
-    # A blank marker would match between any two spaces and make every observation a failure.
-    if not marker.strip():
-        raise ValueError("a failure marker must be a word, not blank")
-    return marker
-
-
-FailureMarker = Annotated[str, AfterValidator(_word)]
-"""A word that makes an observation a failure message."""
 
 
 class EscalationConfig(StrictModel):
@@ -41,9 +28,6 @@ class EscalationConfig(StrictModel):
     """Force Sage after this many consecutive Swift proposals without a valid action (0 = off)."""
     failure_streak: int = Field(default=2, ge=0)
     """Force Sage after this many consecutive failure observations (0 = off)."""
-    failure_markers: list[FailureMarker] = ["can't", "not", "doesn't"]
-    """Words that make an observation a failure message (matched as whole words, case-insensitive);
-    "No known action matches that input." always counts."""
     focus_needs_sage: bool = True
     """Force Sage when Swift wants to ``focus on`` something before Sage has been called in the episode
     (a wrong focus ends the task at -100)."""
@@ -108,7 +92,7 @@ class ControllerConfig(StrictModel):
     """False: Swift acts alone, Sage is never called (the fast-pathway configurations, e.g. swift-srm)."""
     swift_policy: bool = False
     """Re-score Swift's valid candidates with the Swift-only safety policy (no-effect rule, loop penalty,
-    focus rule; ``swift:`` section) before the controller picks one, as ``agent.kind: swift`` does."""
+    focus rule; ``swift:`` section) before the controller picks one (the hook ``hooks.PolicyHook``)."""
     warmup: bool = False
     """Set by ``fastslow eval --warmup`` on the warm-up episodes (AMM writes even in frozen mode); the
     evaluation episodes run with False. Not meant to be set in a YAML file."""

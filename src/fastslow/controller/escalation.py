@@ -5,17 +5,20 @@ two failure messages in a row, or Swift wants to ``focus`` before Sage has plann
 stalled (enough actions taken, Sage not called recently, no reward lately, and Swift repeats one of its
 last actions). Sage is held back by a cooldown and after consecutive calls, so it cannot take over.
 The rules read counters kept here from the executed steps; the controller only asks ``check``.
+
+A failure message is what SwiftSage counted as one: ScienceWorld's no-match reply or a refusal
+(``Feedback.invalid`` / ``failure`` of ``fastslow.env.semantics``, with the run's ``env.failure_markers``).
+An "Ambiguous request" is not one: the controller answers it at the next step.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fastslow.controller.config import EscalationConfig
-
-NO_MATCH = "No known action matches that input."
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, SWIFTSAGE_FAILURES, classify_feedback
 
 
 class Rule(StrEnum):
@@ -34,12 +37,9 @@ class Block(StrEnum):
     CONSECUTIVE = "consecutive_sage"
 
 
-def is_failure(observation: str, markers: list[str]) -> bool:
-    """SwiftSage's failure message test: ScienceWorld's no-match reply, or a negation word."""
-    if NO_MATCH in observation:
-        return True
-    text = observation.lower()
-    return any(re.search(rf"(?<![\w']){re.escape(m.lower())}(?![\w'])", text) for m in markers)
+def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
+    """SwiftSage's failure message test: ScienceWorld's no-match reply, or a refusal (a marker word)."""
+    return classify_feedback(observation, markers) in SWIFTSAGE_FAILURES
 
 
 @dataclass
@@ -47,6 +47,8 @@ class Arbiter:
     """Counters over the executed steps, and the rules that read them."""
 
     cfg: EscalationConfig
+    markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
+    """The run's failure markers (``env.failure_markers``) the failure streak counts with."""
     actions: list[str] = field(default_factory=list)
     rewards: list[int] = field(default_factory=list)
     no_action_streak: int = 0
@@ -121,6 +123,4 @@ class Arbiter:
         self.rewards.append(reward)
         if source == "swift":
             self.consecutive_sage = 0
-        self.failure_streak = (
-            self.failure_streak + 1 if is_failure(observation, self.cfg.failure_markers) else 0
-        )
+        self.failure_streak = self.failure_streak + 1 if is_failure(observation, self.markers) else 0

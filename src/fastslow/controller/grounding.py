@@ -1,7 +1,8 @@
 """Grounding free-text actions to ScienceWorld's valid-action set (paper §3, SwiftSage's action grounding).
 
 Sage writes actions in its own words; only exact valid-action strings reach the environment. An action
-is first normalized (case, punctuation, quotes, a few ScienceWorld synonyms), then matched exactly, then
+is first cleaned (case, quotes, trailing punctuation: ``fastslow.env.semantics.clean``, which keeps every
+word) and rewritten with a few ScienceWorld synonyms, then matched exactly, then
 by rapidfuzz similarity with a score cutoff, so a near miss ("pick up the thermometer") maps to the
 valid string and nonsense is dropped instead of wasting an env step.
 """
@@ -13,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process, utils
+
+from fastslow.env.semantics import clean
 
 # Rewrites that make common paraphrases match ScienceWorld's wording (why: the valid set says
 # "look at", "teleport to", "into"; models often write "examine", "go to", "in").
@@ -26,16 +29,6 @@ _SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^drop\b"), "put down"),
     (re.compile(r"\bthe\b\s*"), ""),
 )
-_TRAILING = re.compile(r"[\s.;:!,]+$")
-_QUOTES = re.compile(r"[`\"“”‘’*]")
-
-
-def normalize(action: str) -> str:
-    """Lower-case, unquoted, single-spaced action text (no trailing punctuation)."""
-    text = _QUOTES.sub("", action).strip().lower()
-    text = _TRAILING.sub("", text)
-    text = re.sub(r"^'+|'+$", "", text)
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -53,12 +46,20 @@ class Grounder:
 
     def __init__(self, valid_actions: Sequence[str]) -> None:
         self.valid = tuple(valid_actions)
-        self._by_norm: dict[str, str] = {}
-        for action in self.valid:
-            self._by_norm.setdefault(normalize(action), action)
+        self._valid_set = frozenset(self.valid)
+        self._norm: dict[str, str] | None = None
+
+    @property
+    def _by_norm(self) -> dict[str, str]:
+        # Built on the first text that is not a valid action as written: most timesteps never need it.
+        if self._norm is None:
+            self._norm = {}
+            for action in self.valid:
+                self._norm.setdefault(clean(action), action)
+        return self._norm
 
     def _variants(self, action: str) -> list[str]:
-        base = normalize(action)
+        base = clean(action)
         out = [base]
         rewritten = base
         for pattern, repl in _SYNONYMS:
@@ -72,7 +73,7 @@ class Grounder:
         """The valid action ``action`` means, or None when nothing scores at least ``cutoff``."""
         if not action.strip() or not self.valid:
             return None
-        if action in self.valid:
+        if action in self._valid_set:
             return Grounded(action, 100.0, True)
         variants = self._variants(action)
         for variant in variants:

@@ -1,41 +1,45 @@
-"""Glue between the SwiftSage controller and its optional modules: AMM (paper §3.1), SRM (paper §3.2)
-and Swift's safety policy.
+"""The modules as hooks the controller walks (paper §3.1 AMM, §3.2 SRM, and Swift's safety policy).
 
-The controller loop stays the baseline's; at four points it asks an ``EpisodeModules`` object, which
-answers as the baseline would when a module is off:
+Each module is one ``LoopHook`` object with the methods it needs; every method has a no-op default, so
+the controller calls all of them on every hook, in order, and never asks which modules are on:
 
-- ``admit`` (right before an action leaves ``act``): SRM Gate-1; returns the action to execute (the
-  repaired text) or None for DROP. Without Gate-1 every action is admitted as it is.
-- ``rerank`` (Swift proposed): the Swift-only safety policy re-scores the candidates, as SwiftAgent does.
-- ``t1`` (Swift failed) and ``t4`` (Sage plans): AMM evidence; None / "" leave the baseline input.
-- ``after_step`` (after ``traj.record``): AMM's write hook with T2/T3, then SRM's detector and Critic;
-  returns the Critic's actions for the FIFO buffer. ``finish`` settles the Critic at episode end.
+- ``on_proposal(proposal, turn)``: Swift proposed. The safety policy re-ranks; AMM's T1 ladder retries a
+  failed Swift with memories (``turn.retry`` runs Swift again through the hooks before this one).
+- ``before_action(candidate, view)``: a candidate is about to be resolved (``resolver.Resolver``).
+  SRM's Gate-1 judges the proposed text; the safety policy refuses an answer completing a focus it forbids.
+- ``plan_memories(traj)``: Sage is about to plan; AMM's T4 block ("" = the baseline prompt).
+- ``after_step(step)``: after every env step (recorded in the trajectory). The policy learns what changed
+  nothing; AMM writes (salience gate) and runs T2/T3; SRM's detector may call the Critic, whose actions
+  are returned for the FIFO buffer.
+- ``on_episode_end(traj)``: any end; SRM settles a Critic call still in its effect window.
 
-``Modules`` holds what lives for a whole worker process (the AMM store, the Critic's model, the
-policy) and hands out one ``EpisodeModules`` per episode. docs/controller.md ("Modules") has the
-contract; docs/amm.md and docs/srm.md the modules themselves.
+``Modules`` holds what lives for a whole worker process (the AMM store, the Critic's model, the policy)
+and builds the hooks of one episode in their fixed order: policy, AMM, SRM. AMM's Critic evidence reaches
+SRM through ``AmmHook`` itself (a typed per-episode object), read only when an LLM Critic call is made.
 """
 
 from __future__ import annotations
 
 import atexit
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import overload
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from fastslow.agents.state import Trajectory
-from fastslow.config import RunConfig
+from fastslow.controller.resolver import Candidate, StepView, refuse
 from fastslow.env.scienceworld import StepResult
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.hooks import Amm, AmmHooks
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores import BulkStore, open_store
 from fastslow.models import ChatModel
+from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.reflection.srm import Srm
-from fastslow.swift.base import Candidate, Proposal
+from fastslow.swift.base import Candidate as Ranked
+from fastslow.swift.base import Proposal, Proposer
 from fastslow.swift.policy import SafetyPolicy
 
 _STORES: dict[tuple[str, str | None, str, str | None, str], BulkStore] = {}
@@ -53,43 +57,184 @@ def process_amm(cfg: AmmConfig) -> Amm:
     return Amm(cfg, store)
 
 
-class LazyEvidence(Sequence[str]):
-    """AMM's Critic evidence, fetched on first read.
+@dataclass(frozen=True)
+class StepDone:
+    """One executed step, as the ``after_step`` hooks see it (already recorded in ``traj``)."""
 
-    ``AmmHooks.critic_evidence`` consumes the T2/T3 cache and logs an injection, so it must run only
-    when a Critic backend actually reads its memories (the LLM Critic, on a call the budget allows),
-    not after every step."""
+    traj: Trajectory
+    action: str
+    source: str
+    prev: StepResult
+    result: StepResult
 
-    def __init__(self, fetch: Callable[[], str | None]) -> None:
-        self._fetch = fetch
-        self._items: list[str] | None = None
 
-    def _resolve(self) -> list[str]:
-        if self._items is None:
-            text = self._fetch()
-            self._items = [text] if text else []
-        return self._items
+class ProposalTurn:
+    """Swift's proposal of one timestep passing the ``on_proposal`` hooks in order."""
 
-    def __len__(self) -> int:
-        return len(self._resolve())
+    def __init__(
+        self,
+        swift: Proposer,
+        traj: Trajectory,
+        result: StepResult,
+        hooks: Sequence[LoopHook],
+        failed: Callable[[Proposal], bool],
+    ) -> None:
+        self.swift, self.traj, self.result, self.hooks = swift, traj, result, hooks
+        self._failed = failed
+        self._position = 0
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        return self._resolve()[index]
+    def failed(self, proposal: Proposal) -> bool:
+        """The controller's "Swift failed" test: no valid action, or confidence below the minimum."""
+        return self._failed(proposal)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._resolve())
+    def retry(self, memories: list[MemoryRecord]) -> Proposal:
+        """Swift again, with ``memories``, through the hooks before the one asking (e.g. the policy)."""
+        proposal = self.swift.propose(self.traj, memories)
+        for hook in self.hooks[: self._position]:
+            proposal, _ = hook.on_proposal(proposal, self)
+        return proposal
+
+    def run(self) -> tuple[Proposal, str]:
+        proposal = self.swift.propose(self.traj)
+        notes = ""
+        for i, hook in enumerate(self.hooks):
+            self._position = i
+            proposal, note = hook.on_proposal(proposal, self)
+            notes += note
+        return proposal, notes
+
+
+class LoopHook:
+    """A module's points of contact with the controller loop; every method is optional (no-op)."""
+
+    def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> tuple[Proposal, str]:
+        return proposal, ""
+
+    def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
+        return candidate
+
+    def plan_memories(self, traj: Trajectory) -> str:
+        return ""
+
+    def after_step(self, step: StepDone) -> list[str]:
+        return []
+
+    def on_episode_end(self, traj: Trajectory) -> None:
+        return None
+
+
+class PolicyHook(LoopHook):
+    """Swift's safety policy (swift/policy.py): re-scores Swift's valid candidates, learns what changed
+    nothing, and refuses an ambiguity answer that would complete a focus the focus rule forbids."""
+
+    def __init__(self, policy: SafetyPolicy) -> None:
+        self.policy = policy
+        policy.reset()
+
+    def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> tuple[Proposal, str]:
+        valid = set(turn.result.valid_actions)
+        cands = [c for c in proposal.candidates if c.action in valid]
+        if not cands:
+            return Proposal((), proposal.confidence), ""
+        scores = self.policy.adjust(
+            [c.action for c in cands],
+            np.asarray([c.score for c in cands], dtype=np.float32),
+            turn.result,
+            turn.traj.task_name,
+        )
+        # A stable sort keeps Swift's own order among equal scores.
+        order = sorted(range(len(cands)), key=lambda i: -float(scores[i]))
+        kept = tuple(Ranked(cands[i].action, float(scores[i])) for i in order if np.isfinite(scores[i]))
+        return Proposal(kept, proposal.confidence), ""
+
+    def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
+        # The policy never focuses by answering an ambiguity prompt: the controller's default answer
+        # picks the first of several same-named objects, which Swift never chose (swift/policy.py).
+        completes = candidate.answers
+        if self.policy.focus_rule and completes is not None and completes.startswith("focus on "):
+            return refuse(candidate, "policy")
+        return candidate
+
+    def after_step(self, step: StepDone) -> list[str]:
+        self.policy.observe(step.prev, step.action, step.result)
+        return []
+
+
+class AmmHook(LoopHook):
+    """AMM for one episode (memory/hooks.py): T1 on Swift failure, T4 for Sage, the write hook with
+    T2/T3 after each step, and the Critic's evidence for SRM."""
+
+    def __init__(self, memory: AmmHooks) -> None:
+        self.memory = memory
+
+    def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> tuple[Proposal, str]:
+        if not turn.failed(proposal):
+            return proposal, ""
+        outcome = self.memory.t1_ladder(turn.traj, turn.retry, lambda p: not turn.failed(p))
+        if outcome.proposal is None:
+            return proposal, ""
+        return outcome.proposal, f", T1 {outcome.rung}"
+
+    def plan_memories(self, traj: Trajectory) -> str:
+        return self.memory.t4(traj).text or ""
+
+    def after_step(self, step: StepDone) -> list[str]:
+        self.memory.after_step(step.traj, step.action, step.prev, step.result)
+        return []
+
+    def critic_memories(self, traj: Trajectory) -> list[str]:
+        """The cached T3 (else T2) records as a Critic block; read (and logged) only by an LLM Critic
+        call the budget allows, since reading consumes the cache."""
+        text = self.memory.critic_evidence(traj).text
+        return [text] if text else []
+
+
+class SrmHook(LoopHook):
+    """SRM for one episode (reflection/srm.py): Gate-1 on every candidate; after each step the
+    stagnation detector and, on a report, the bounded Critic."""
+
+    def __init__(self, srm: Srm, evidence: AmmHook | None) -> None:
+        self.srm = srm
+        self.evidence = evidence
+
+    def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
+        gate = self.srm.gate
+        if gate is None:
+            return candidate
+        constraints = self.srm.constraints(view.traj)
+        if candidate.answers is not None:
+            # An option number is judged as the action it completes (a bare "0" is not harmless).
+            decision = gate.check_answer(
+                candidate.proposed,
+                candidate.answers,
+                view.result,
+                view.traj,
+                constraints,
+                source=candidate.source,
+            )
+        else:
+            decision = gate.check(
+                candidate.proposed, view.result, view.traj, constraints, source=candidate.source
+            )
+        return replace(candidate, action=decision.action) if decision.accepted else refuse(candidate, "gate")
+
+    def after_step(self, step: StepDone) -> list[str]:
+        evidence = self.evidence
+        memories = (lambda: evidence.critic_memories(step.traj)) if evidence is not None else None
+        return self.srm.after_step(step.traj, memories)
+
+    def on_episode_end(self, traj: Trajectory) -> None:
+        self.srm.finish(traj)
 
 
 @dataclass
 class Modules:
-    """Process-wide module parts, built once by ``build_swiftsage``; all None = the baseline."""
+    """Process-wide module parts, built once by ``fastslow.build``; all None = the baseline."""
 
-    config: RunConfig | None = None
-    """The run configuration (its ``srm:`` and ``critic:`` sections build SRM per episode)."""
+    srm: SrmConfig | None = None
+    """SRM's section (Gate-1, stagnation, Critic switch); None = no SRM hook."""
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    """The Critic's budget, cooldown, kind and model (used with ``srm``)."""
     amm: Amm | None = None
     """AMM with the process's store; None when ``amm.enabled`` is off (AMM is never constructed)."""
     critic_model: ChatModel | None = None
@@ -98,97 +243,26 @@ class Modules:
     """Swift's safety policy (``controller.swift_policy``); None leaves Swift's ranking as proposed."""
     warmup: bool = False
     """These episodes fill the store (``fastslow eval --warmup``): they write even in frozen mode."""
+    markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
+    """The run's failure markers (``env.failure_markers``), for SRM's stagnation detector."""
 
-    def episode(self, episode_id: str, sink: EventSink, first: StepResult) -> EpisodeModules:
+    def episode(self, memory_key: str, sink: EventSink, first: StepResult) -> list[LoopHook]:
+        """The hooks of one episode, in the order the controller walks them: policy, AMM, SRM."""
+        hooks: list[LoopHook] = []
+        if self.policy is not None:
+            hooks.append(PolicyHook(self.policy))
+        amm = (
+            AmmHook(self.amm.episode(memory_key, sink, warmup=self.warmup)) if self.amm is not None else None
+        )
+        if amm is not None:
+            hooks.append(amm)
         srm = (
-            Srm.for_episode(self.config, first, sink=sink, model=self.critic_model)
-            if self.config is not None
+            Srm.for_episode(
+                self.srm, self.critic, first, sink=sink, model=self.critic_model, markers=self.markers
+            )
+            if self.srm is not None
             else None
         )
-        memory = self.amm.episode(episode_id, sink, warmup=self.warmup) if self.amm is not None else None
-        if self.policy is not None:
-            self.policy.reset()
-        return EpisodeModules(srm, memory, self.policy)
-
-
-class EpisodeModules:
-    """The modules of one episode, behind the four calls the controller makes."""
-
-    def __init__(self, srm: Srm | None, memory: AmmHooks | None, policy: SafetyPolicy | None) -> None:
-        self.srm = srm
-        self.memory = memory
-        self.policy = policy
-
-    @property
-    def gated(self) -> bool:
-        return self.srm is not None and self.srm.gate is not None
-
-    # -- before env.step -------------------------------------------------------------------------
-    def admit(self, action: str, source: str, result: StepResult, traj: Trajectory) -> str | None:
-        """Gate-1: the action to execute (repaired if need be), or None when it is dropped."""
-        if self.srm is None or self.srm.gate is None:
-            return action
-        decision = self.srm.gate.check(action, result, traj, self.srm.constraints(traj), source=source)
-        return decision.action if decision.accepted else None
-
-    def rerank(self, proposal: Proposal, result: StepResult, traj: Trajectory) -> Proposal:
-        """The safety policy's order of Swift's valid candidates (vetoed ones removed), as SwiftAgent
-        plays them; the proposal unchanged without a policy."""
-        if self.policy is None:
-            return proposal
-        valid = set(result.valid_actions)
-        cands = [c for c in proposal.candidates if c.action in valid]
-        if not cands:
-            return Proposal((), proposal.confidence)
-        scores = self.policy.adjust(
-            [c.action for c in cands],
-            np.asarray([c.score for c in cands], dtype=np.float32),
-            result,
-            traj.task_name,
-        )
-        # A stable sort keeps Swift's own order among equal scores, as argmax does in SwiftAgent.
-        order = sorted(range(len(cands)), key=lambda i: -float(scores[i]))
-        kept = tuple(Candidate(cands[i].action, float(scores[i])) for i in order if np.isfinite(scores[i]))
-        return Proposal(kept, proposal.confidence)
-
-    def t1(
-        self,
-        traj: Trajectory,
-        retry: Callable[[list[MemoryRecord]], Proposal],
-        accept: Callable[[Proposal], bool],
-    ) -> tuple[Proposal, str] | None:
-        """AMM T1 ladder: a memory-conditioned Swift proposal the controller accepts, with its rung;
-        None without AMM or when the ladder escalates."""
-        if self.memory is None:
-            return None
-        outcome = self.memory.t1_ladder(traj, retry, accept)
-        return (outcome.proposal, outcome.rung) if outcome.proposal is not None else None
-
-    def t4(self, traj: Trajectory) -> str:
-        """AMM T4: the memory block for Sage's planning prompt ("" = the baseline prompt)."""
-        if self.memory is None:
-            return ""
-        return self.memory.t4(traj).text or ""
-
-    # -- after env.step --------------------------------------------------------------------------
-    def observe_policy(self, before: StepResult, action: str, after: StepResult) -> None:
-        if self.policy is not None:
-            self.policy.observe(before, action, after)
-
-    def after_step(self, traj: Trajectory, action: str, prev: StepResult, result: StepResult) -> list[str]:
-        """AMM write + T2/T3, then SRM detector + Critic. Call after ``traj.record``; returns the
-        Critic's actions (exact valid strings at this step) for the buffer."""
-        if self.memory is not None:
-            self.memory.after_step(traj, action, prev, result)
-        if self.srm is None:
-            return []
-        memory = self.memory
-        evidence: Sequence[str] = (
-            LazyEvidence(lambda: memory.critic_evidence(traj).text) if memory is not None else ()
-        )
-        return self.srm.after_step(traj, evidence)
-
-    def finish(self, traj: Trajectory) -> None:
-        """Episode over (any end): settle a Critic call still in its effect window."""
-        if self.srm is not None:
-            self.srm.finish(traj)
+        if srm is not None:
+            hooks.append(SrmHook(srm, amm))
+        return hooks

@@ -13,12 +13,9 @@ calls so llama.cpp and vLLM reuse the cached prefix.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Protocol
-
-import jinja2
 
 from fastslow.agents.state import Trajectory, Turn
 from fastslow.controller.config import SageRunConfig
@@ -27,24 +24,14 @@ from fastslow.controller.parsing import ParsedAction, parse_actions
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
 from fastslow.models import ChatModel, Message, call_model
+from fastslow.templates import prompt_template
 
 log = logging.getLogger(__name__)
 
 
-@cache
-def prompt_env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("fastslow", "prompts"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        autoescape=False,
-    )
-
-
 def render(name: str, **values: Any) -> str:
-    return prompt_env().get_template(name).render(**values).strip()
+    """A Sage prompt (``prompts/<name>``), laid out with block trimming as the templates are written."""
+    return prompt_template(name, trim=True).render(**values).strip()
 
 
 def _clip(text: str, limit: int) -> str:
@@ -65,6 +52,9 @@ class PlanRequest:
     """Swift's top candidates."""
     memories: Sequence[str] = ()
     """Formatted AMM memories, one line each; empty in the baseline."""
+    ground: Callable[[str], str | None] | None = None
+    """The controller's grounding of this state (``Resolver.ground`` on its ``StepView``): tells which
+    parsed actions are valid now. None: a grounder of its own (Sage used outside the controller)."""
     memory_block: str = ""
     """AMM's delimited T4 block (``format_memory_block``, audience sage), rendered right after the task
     line so the system prompt and task stay a stable cached prefix; empty in the baseline."""
@@ -75,8 +65,8 @@ class SagePlan:
     """Outcome of one Sage round."""
 
     actions: tuple[ParsedAction, ...]
-    """Planned actions in order; those valid now are exact valid-action strings, the others stay as
-    parsed and are grounded when the buffer reaches them. Empty when none was valid now."""
+    """Planned actions in order, as Sage wrote them (the resolver grounds each when the buffer reaches
+    it). Empty when none of them was valid now."""
     parsed: tuple[ParsedAction, ...] = ()
     """Actions as parsed from the last grounding reply, before grounding."""
     model_calls: int = 0
@@ -175,7 +165,7 @@ class Sage:
             )
             calls, latency, plan_text = 1, done.latency_s, done.text
             tokens.append(done.prompt_tokens)
-            grounder = Grounder(request.traj.current.valid_actions)
+            ground = request.ground or _own_grounding(request.traj, self.cutoff)
             conversation = self._ground_messages(request, plan_text)
             for attempt in range(1 + max(self.cfg.parse_retries, 0)):
                 if attempt:
@@ -197,7 +187,7 @@ class Sage:
                 calls, latency, reply = calls + 1, latency + done.latency_s, done.text
                 tokens.append(done.prompt_tokens)
                 parsed = parse_actions(reply)
-                grounded = self._ground(parsed, grounder)
+                grounded = self._usable(parsed, ground)
                 if grounded:
                     break
         except ModelError as exc:
@@ -214,19 +204,25 @@ class Sage:
             )
         return SagePlan(tuple(grounded), tuple(parsed), calls, retried, None, latency, plan_text, tokens)
 
-    def _ground(self, parsed: Sequence[ParsedAction], grounder: Grounder) -> list[ParsedAction]:
-        """Parsed actions with those valid now replaced by their valid string; [] if none is valid now.
+    def _usable(
+        self, parsed: Sequence[ParsedAction], ground: Callable[[str], str | None]
+    ) -> list[ParsedAction]:
+        """The parsed actions, as written, if at least one of them is valid now; else [] (retry).
 
-        Actions that are not valid yet stay as written: a plan's later actions only become valid after
-        its earlier ones ran (``pick up X`` after ``teleport to`` X's room), so the buffer grounds them
-        again when their turn comes instead of forcing them onto today's valid set."""
-        out: list[ParsedAction] = []
-        usable = False
-        for item in parsed:
-            hit = grounder.ground(item.action, self.cutoff)
-            usable = usable or hit is not None
-            out.append(ParsedAction(hit.action, item.expected) if hit else item)
-        return out if usable else []
+        They stay as Sage wrote them: the controller's resolver grounds each one when the buffer
+        reaches it (a plan's later actions only become valid after its earlier ones ran, ``pick up X``
+        after ``teleport to`` X's room), and SRM's Gate-1 must judge the text Sage proposed."""
+        return list(parsed) if any(ground(item.action) is not None for item in parsed) else []
+
+
+def _own_grounding(traj: Trajectory, cutoff: float) -> Callable[[str], str | None]:
+    grounder = Grounder(traj.current.valid_actions)
+
+    def ground(text: str) -> str | None:
+        hit = grounder.ground(text, cutoff)
+        return hit.action if hit else None
+
+    return ground
 
 
 def _task(traj: Trajectory) -> str:

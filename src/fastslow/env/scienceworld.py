@@ -8,6 +8,13 @@ adapter falls back to per-field calls with the valid list still written to shm i
 ``fastslow bench env`` checks that observations, scores and valid-action sets are identical to the
 stock wrapper's.
 
+A reset is one round trip too: the helper loads the task and takes the first "look around" step in
+one call. The stock wrapper's ``reset`` after ``load`` is skipped: the simulator's reset only loads the
+same task again, so it built every world twice (and generated a requested gold path twice).
+
+The adapter is the environment's dynamics only: it knows nothing of step limits. The episode step limit
+is ``env.wrappers.TimeLimit`` around it (the runner wraps it with ``config.env.step_limit``).
+
 JVM lifecycle: started lazily on the first ``reset``, closed by ``close()`` or at interpreter exit,
 and replaced on the next ``reset`` if it died. Every py4j call has a read timeout, so a hung or dead
 JVM ends the episode in flight with ``EnvError`` instead of hanging the run.
@@ -24,16 +31,17 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastslow.env.semantics import SUCCESS_SCORE as SUCCESS_SCORE  # one definition, re-exported
 from fastslow.env.tasks import TaskInfo, get_task
 from fastslow.errors import EnvError
 from fastslow.events import EndState
 
-SUCCESS_SCORE = 100
 log = logging.getLogger(__name__)
 
 
@@ -157,20 +165,45 @@ class _Jvm:
         """Step, then read the state in the stock wrapper's order (score, completed, moves, look, inventory,
         valid actions). With the Java helper this is one py4j round trip plus one file read."""
         if self.fast is None:
-            server = self.server
-            return _RawState(
-                observation=str(server.step(action)),
-                score=float(server.getScore()),
-                completed=bool(server.getCompleted()),
-                moves=int(server.getNumMoves()),
-                look=str(server.freeActionLook()),
-                inventory=str(server.freeActionInventory()),
-                valid_actions=self.valid_actions(),
-            )
+            return self._read_fields(str(self.server.step(action)))
         n_valid = int(self.fast.step(self.server, action, str(self.state_path)))
         fields = self.state_path.read_text(encoding="utf-8").split("\0")
         if len(fields) != 7:
             raise EnvError(f"unexpected state framing from the JVM ({len(fields)} fields) after {action!r}")
+        return self._parse_state(fields, n_valid)
+
+    def start(
+        self, task: str, variation: int, simplification: str, gold: bool
+    ) -> tuple[str, tuple[str, ...], _RawState]:
+        """Load a task and take the first "look around" step: (task description, gold path, state).
+
+        No ``server.reset()`` after the load (the stock wrapper's): it only loads the task again. With the
+        Java helper this is one py4j round trip plus one file read."""
+        server = self.server
+        gold_path: tuple[str, ...] = ()
+        if self.fast is None:
+            server.load(task, variation, simplification, gold)
+            if gold:
+                gold_path = tuple(str(a) for a in server.getGoldActionSequence())
+            description = str(server.freeActionTaskDesc())
+            return description, gold_path, self._read_fields(str(server.step("look around")))
+        n_valid = int(self.fast.reset(server, task, variation, simplification, gold, str(self.state_path)))
+        fields = self.state_path.read_text(encoding="utf-8").split("\0")
+        if len(fields) != 9:
+            raise EnvError(
+                f"unexpected state framing from the JVM ({len(fields)} fields) after loading {task}"
+            )
+        description, gold_blob = fields[0], fields[1]
+        if gold:
+            count, *actions = gold_blob.split("\n")
+            actions.pop()  # the list ends with a newline
+            if len(actions) != int(count):
+                # An action containing a newline would break the framing; take the slow copy instead.
+                actions = [str(a) for a in server.getGoldActionSequence()]
+            gold_path = tuple(actions)
+        return description, gold_path, self._parse_state(fields[2:], n_valid)
+
+    def _parse_state(self, fields: list[str], n_valid: int) -> _RawState:
         observation, score, completed, moves, look, inventory, blob = fields
         valid = blob.split("\n")
         valid.pop()  # the list ends with a newline
@@ -179,6 +212,19 @@ class _Jvm:
             valid = [str(a) for a in self.server.getValidActionObjectCombinations()]
         return _RawState(
             observation, float(score), completed == "true", int(moves), look, inventory, tuple(valid)
+        )
+
+    def _read_fields(self, observation: str) -> _RawState:
+        """The per-field py4j path (no javac), in the stock wrapper's order."""
+        server = self.server
+        return _RawState(
+            observation=observation,
+            score=float(server.getScore()),
+            completed=bool(server.getCompleted()),
+            moves=int(server.getNumMoves()),
+            look=str(server.freeActionLook()),
+            inventory=str(server.freeActionInventory()),
+            valid_actions=self.valid_actions(),
         )
 
     def valid_actions(self) -> tuple[str, ...]:
@@ -220,13 +266,22 @@ class ScienceWorldAdapter:
     def __init__(
         self,
         simplification: str = "easy",
-        step_limit: int = 300,
         jvm_timeout_s: float = 120.0,
         java_helper: bool = True,
+        *,
+        step_limit: int | None = None,
     ):
+        if step_limit is not None:
+            # Transitional: the limit moved to env.wrappers.TimeLimit; callers still passing it (gold-path
+            # replays, whose paths are far shorter than their limit) keep working and are told to wrap.
+            warnings.warn(
+                "ScienceWorldAdapter(step_limit=...) is ignored: wrap the adapter in "
+                "fastslow.env.wrappers.TimeLimit(env, max_steps)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self.simplification = simplification
         self.java_helper = java_helper
-        self.step_limit = step_limit
         self.jvm_timeout_s = jvm_timeout_s
         self._jvm: _Jvm | None = None
         self._task: TaskInfo | None = None
@@ -290,28 +345,29 @@ class ScienceWorldAdapter:
         return self._gold
 
     def reset(self, task: int | str, variation: int, *, gold: bool = False) -> StepResult:
+        """Load ``task``/``variation`` and return the state after the stock wrapper's first "look around"
+        (step 0). ``gold``: also generate ScienceWorld's gold path (``gold_actions``; costs ~0.3-10 s)."""
         info = get_task(task)
         info.check_variation(variation)
         jvm = self._ensure_jvm()
-        self._call("load", jvm.server.load, info.name, variation, self.simplification, gold)
-        self._gold = tuple(self._call("gold path", jvm.server.getGoldActionSequence)) if gold else ()
+        # The task description is constant for the episode: read once here, not on every step as the
+        # stock wrapper does.
+        description, gold_path, raw = self._call(
+            "reset", jvm.start, info.name, variation, self.simplification, gold
+        )
         self._task, self._variation = info, variation
+        self._gold, self._task_description = gold_path, description
         self._steps, self._last_score = 0, 0
-        # Constant for the episode: fetched once instead of on every step as the stock wrapper does.
-        self._task_description = str(self._call("task description", jvm.server.freeActionTaskDesc))
-        # Same as the stock wrapper: the first observation is "look around" after a reset.
-        self._call("reset", jvm.server.reset)
-        return self._advance(jvm, "look around")
+        return self._result(raw)
 
     def step(self, action: str) -> StepResult:
         jvm = self._jvm
         if jvm is None or self._task is None:
             raise EnvError("no episode loaded (or the JVM died): call reset() first")
         self._steps += 1
-        return self._advance(jvm, action)
+        return self._result(self._call("step", jvm.advance, action))
 
-    def _advance(self, jvm: _Jvm, action: str) -> StepResult:
-        raw: _RawState = self._call("step", jvm.advance, action)
+    def _result(self, raw: _RawState) -> StepResult:
         score = round(100 * raw.score)
         reward, self._last_score = score - self._last_score, score
         if score < 0:
@@ -320,8 +376,6 @@ class ScienceWorldAdapter:
             end = EndState.SUCCESS
         elif raw.completed:
             end = EndState.FAILURE
-        elif self._steps >= self.step_limit:
-            end = EndState.STEP_LIMIT
         else:
             end = EndState.RUNNING
         return StepResult(

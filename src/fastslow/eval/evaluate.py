@@ -5,7 +5,7 @@ DIR layout:
   run.json         the run's identity and selection (``rundir.RunRecord``): config hash, overrides,
                    warm-up, code versions, episode ids, AMM store and its size at each start
   events/*.jsonl   one event log per episode (``<task>-<variation>.jsonl``)
-  metrics.json     computed from events/ when the run finishes
+  metrics.json     computed from events/ when the run finishes (``records.RunMetrics``, versioned)
   memory.sqlite    AMM's store when the config names none (each run has its own)
   warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics);
                    warmup/run.json says which configuration played them
@@ -28,12 +28,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fastslow.build import check_models
 from fastslow.config import RunConfig
-from fastslow.controller.controller import check_models
 from fastslow.env.episodes import Episode
 from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.executors import EXECUTORS, run_episodes
 from fastslow.eval.metrics import run_metrics, summarize_log
+from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.rundir import (
     claim_run,
     claimed_run,
@@ -102,8 +103,8 @@ def evaluate(
     restart: bool = False,
     extend: bool = False,
 ) -> dict[str, Any]:
-    """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics,
-    also written to metrics.json.
+    """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics
+    written to metrics.json, as that file's JSON object (``RunMetrics.to_json()``).
 
     ``on_episode(outcome, done, total)`` is called after each episode (outcome None = already done).
     ``warmup``: first play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup
@@ -168,8 +169,8 @@ def evaluate(
             on_outcome=finished,
             run_id=record.run_id,
         )
-        metrics = run_metrics(events_dir, record.episodes)
-        write_json(out / "metrics.json", metrics)
+        metrics = run_metrics(events_dir, record.episodes).to_json()
+        write_json(out / METRICS_FILE, metrics)
     return metrics
 
 

@@ -26,7 +26,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from fastslow.agents import Agent, make_agent
+from fastslow.agents import Agent
+from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -66,7 +67,8 @@ class _Worker:
     def __init__(self, config: RunConfig, events_dir: Path, retries: int, run_id: str = "") -> None:
         self.config, self.events_dir, self.retries, self.run_id = config, events_dir, retries, run_id
         env_cfg = config.env
-        self.env = ScienceWorldAdapter(env_cfg.simplification, env_cfg.step_limit, env_cfg.jvm_timeout_s)
+        # One adapter for all the worker's episodes; run_episode puts the episode's step limit around it.
+        self.env = ScienceWorldAdapter(env_cfg.simplification, jvm_timeout_s=env_cfg.jvm_timeout_s)
         self.agents: dict[int | None, tuple[RunConfig, Agent]] = {None: (config, make_agent(config))}
 
     def _agent(self, seed: int | None) -> tuple[RunConfig, Agent]:

@@ -26,7 +26,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from fastslow.agents import make_agent
+from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -222,9 +222,7 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
     path = out / "events" / f"{episode.episode_id}.jsonl"
     path.unlink(missing_ok=True)
     with (
-        ScienceWorldAdapter(
-            config.env.simplification, config.env.step_limit, config.env.jvm_timeout_s
-        ) as env,
+        ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s) as env,
         JsonlWriter(path) as writer,
     ):
         outcome = run_episode(env, agent, episode, config, FanOut(writer, StepPrinter(console)))

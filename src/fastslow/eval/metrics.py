@@ -7,6 +7,9 @@
 - Steps@Succ: mean env steps of successful episodes.
 - Aggregation: mean over the episodes of a task, then the macro mean over tasks; groups (Short /
   Medium / Long by oracle length) average the task means of their tasks.
+
+The counter families below return plain dictionaries (each is also used on its own); ``run_metrics``
+puts them together into the typed, versioned ``records.RunMetrics`` that metrics.json holds.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from fastslow import vocab
 from fastslow.env.tasks import get_task
+from fastslow.eval.records import RunMetrics
 from fastslow.events import (
     CriticCall,
     CriticEffect,
@@ -276,9 +281,9 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     }
 
 
-MEMORY_TAGS = ("success", "near-miss", "avoidance")
-MEMORY_TRIGGERS = ("T1", "T2", "T3", "T4")
-MEMORY_TARGETS = ("swift", "sage", "critic")
+MEMORY_TAGS = vocab.MEMORY_TAGS
+MEMORY_TRIGGERS = vocab.MEMORY_TRIGGERS
+MEMORY_TARGETS = vocab.MEMORY_TARGETS
 
 
 def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
@@ -431,10 +436,11 @@ def srm_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     }
 
 
-def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> dict[str, Any]:
+def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> RunMetrics:
     """The whole metrics.json of a run: scores (``compute_metrics``), ``usage`` (controller counters and
     cost proxies, Appendix E) and ``mechanisms`` (AMM and SRM activity, Appendix D), all from the logs
-    of the given episodes. Each counter family streams the logs again, so memory stays flat."""
+    of the given episodes, validated as a ``RunMetrics`` (``.to_json()`` is the file's content). Each
+    counter family streams the logs again, so memory stays flat."""
     paths = [p for i in episode_ids if (p := events_dir / f"{i}.jsonl").exists()]
     summaries = [s for s in (summarize_log(p) for p in paths) if s is not None]
     metrics = compute_metrics(summaries)
@@ -444,4 +450,4 @@ def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> dict[str, Any]:
 
     metrics["usage"] = controller_usage(logs()) | {"wall_s_per_episode": metrics["wall_s_per_episode"]}
     metrics["mechanisms"] = {"memory": memory_usage(logs()), "srm": srm_usage(logs())}
-    return metrics
+    return RunMetrics.model_validate(metrics)

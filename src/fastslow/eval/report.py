@@ -1,6 +1,7 @@
 """``fastslow report DIR [DIR ...]``: the paper's tables and figures from finished runs (paper §5, App. B-E).
 
-Everything is read from each run's ``metrics.json`` and event logs: main results, per-task scores,
+Everything is read from each run's ``metrics.json`` (validated as a ``records.RunMetrics``; an old or
+foreign file is refused with one line) and event logs: main results, per-task scores,
 Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/cost (and the spread
 over seeds of ``--seeds`` runs), as markdown and CSV; matplotlib figures (per-task scores, groups,
 mechanism activity); and one self-contained HTML file with a trajectory viewer (every step with its
@@ -22,6 +23,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fastslow.env.tasks import all_tasks
 from fastslow.errors import UsageError
+from fastslow.eval.records import RunMetrics, Spread, read_run_metrics
+from fastslow.eval.rundir import read_run_record
 from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, iter_events
 
 GROUPS = ("short", "medium", "long")
@@ -33,17 +36,17 @@ VIEWER_EPISODES = 60
 class Run:
     name: str
     path: Path
-    metrics: dict[str, Any]
+    metrics: RunMetrics
 
 
 def load_run(path: Path) -> Run:
-    metrics_file = path / "metrics.json"
-    if not metrics_file.is_file():
-        raise UsageError(f"{path} is not a finished run (no metrics.json)")
-    metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
-    run_info = path / "run.json"
-    name = json.loads(run_info.read_text())["config_name"] if run_info.is_file() else path.name
-    return Run(name, path, metrics)
+    """A finished run: its validated metrics.json, named by its run.json's config (else the folder's name).
+
+    ``UsageError`` (one line) for a directory without metrics.json, or one whose metrics.json or
+    run.json this fastslow cannot read."""
+    metrics = read_run_metrics(path)
+    record = read_run_record(path)
+    return Run(record.config_name if record is not None else path.name, path, metrics)
 
 
 def _fmt(value: Any, pct: bool = False) -> str:
@@ -62,13 +65,13 @@ def main_table(runs: list[Run]) -> Table:
     rows = [
         [
             r.name,
-            _fmt(r.metrics["episodes"]),
-            _fmt(r.metrics["mean_score"]),
-            "-".join(_fmt(float(v)) for v in r.metrics.get("ci95", {}).get("mean_score", [])) or "-",
-            _fmt(r.metrics["success_rate"], pct=True),
-            _fmt(r.metrics["steps_at_success"]),
-            _fmt(r.metrics["failures"]),
-            _fmt(r.metrics.get("errors")),
+            _fmt(r.metrics.episodes),
+            _fmt(r.metrics.mean_score),
+            "-".join(_fmt(float(v)) for v in r.metrics.ci95.mean_score or ()) or "-",
+            _fmt(r.metrics.success_rate, pct=True),
+            _fmt(r.metrics.steps_at_success),
+            _fmt(r.metrics.failures),
+            _fmt(r.metrics.errors),
         ]
         for r in runs
     ]
@@ -80,9 +83,9 @@ def per_task_table(runs: list[Run]) -> Table:
     rows = []
     for task in all_tasks():
         key = str(task.task_id)
-        if not any(key in r.metrics["per_task"] for r in runs):
+        if not any(key in r.metrics.per_task for r in runs):
             continue
-        scores = [_fmt(r.metrics["per_task"].get(key, {}).get("mean_score")) for r in runs]
+        scores = [_fmt(row.mean_score if (row := r.metrics.per_task.get(key)) else None) for r in runs]
         rows.append([key, task.name, task.group, *scores])
     return head, rows
 
@@ -91,12 +94,12 @@ def group_table(runs: list[Run]) -> Table:
     head = ["config", *[f"{g} score" for g in GROUPS], *[f"{g} success" for g in GROUPS]]
     rows = []
     for r in runs:
-        groups = r.metrics["per_group"]
+        groups = r.metrics.per_group
         rows.append(
             [
                 r.name,
-                *[_fmt(groups.get(g, {}).get("mean_score")) for g in GROUPS],
-                *[_fmt(groups.get(g, {}).get("success_rate"), pct=True) for g in GROUPS],
+                *[_fmt(groups[g].mean_score if g in groups else None) for g in GROUPS],
+                *[_fmt(groups[g].success_rate if g in groups else None, pct=True) for g in GROUPS],
             ]
         )
     return head, rows
@@ -107,10 +110,10 @@ def success_table(runs: list[Run]) -> Table:
     rows = [
         [
             r.name,
-            _fmt(r.metrics["success_rate"], pct=True),
-            _fmt(r.metrics.get("success_rate_micro"), pct=True),
-            _fmt(r.metrics["steps_at_success"]),
-            _fmt(r.metrics.get("wall_s_per_episode")),
+            _fmt(r.metrics.success_rate, pct=True),
+            _fmt(r.metrics.success_rate_micro, pct=True),
+            _fmt(r.metrics.steps_at_success),
+            _fmt(r.metrics.wall_s_per_episode),
         ]
         for r in runs
     ]
@@ -122,21 +125,20 @@ def seeds_table(runs: list[Run]) -> Table:
     head = ["config", "seeds", "mean score (mean ± std)", "success (mean ± std)", "score per seed"]
     rows = []
     for r in runs:
-        seeds = r.metrics.get("seeds")
-        if not seeds:
+        seeds = r.metrics.seeds
+        if seeds is None:
             continue
 
-        def spread(key: str, pct: bool, seeds: dict[str, Any] = seeds) -> str:
-            mean, std = seeds[key]["mean"], seeds[key]["std"]
-            return f"{_fmt(mean, pct)} ± {_fmt(std, pct)}"
+        def spread(value: Spread, pct: bool) -> str:
+            return f"{_fmt(value.mean, pct)} ± {_fmt(value.std, pct)}"
 
-        per_seed = ", ".join(f"{s}: {_fmt(row['mean_score'])}" for s, row in seeds["per_seed"].items())
+        per_seed = ", ".join(f"{s}: {_fmt(row.mean_score)}" for s, row in seeds.per_seed.items())
         rows.append(
             [
                 r.name,
-                str(len(seeds["seeds"])),
-                spread("mean_score", False),
-                spread("success_rate", True),
+                str(len(seeds.seeds)),
+                spread(seeds.mean_score, False),
+                spread(seeds.success_rate, True),
                 per_seed,
             ]
         )
@@ -161,8 +163,9 @@ MECHANISM_BARS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def mechanism_values(run: Run) -> list[float]:
     """Per-episode means of ``MECHANISM_BARS`` for one run (0 where a mechanism never ran)."""
     values = []
+    mechanisms = run.metrics.mechanisms.model_dump(mode="json", by_alias=True)
     for _, path in MECHANISM_BARS:
-        node: Any = run.metrics.get("mechanisms", {})
+        node: Any = mechanisms
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         values.append(float(node or 0))
@@ -178,11 +181,12 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
 
 
 def section_table(runs: list[Run], section: str) -> Table:
-    """One row per numeric counter under ``metrics[section]`` (e.g. mechanisms, usage), one column per run."""
+    """One row per numeric counter under ``metrics.json[section]`` (e.g. mechanisms, usage), one column per
+    run, named by its path in metrics.json."""
     flat = []
     for r in runs:
         values: dict[str, Any] = {}
-        _flatten("", r.metrics.get(section, {}), values)
+        _flatten("", r.metrics.to_json().get(section, {}), values)
         flat.append(values)
     keys = sorted({k for values in flat for k in values})
     head = ["counter", *[r.name for r in runs]]
@@ -211,10 +215,10 @@ def figures(runs: list[Run]) -> dict[str, bytes]:
 
     out: dict[str, bytes] = {}
     width = 0.8 / max(len(runs), 1)
-    task_ids = sorted({int(t) for r in runs for t in r.metrics["per_task"]})
+    task_ids = sorted({int(t) for r in runs for t in r.metrics.per_task})
     fig, ax = plt.subplots(figsize=(max(8, len(task_ids) * 0.45), 4))
     for i, r in enumerate(runs):
-        ys = [r.metrics["per_task"].get(str(t), {}).get("mean_score") or 0 for t in task_ids]
+        ys = [(row.mean_score if (row := r.metrics.per_task.get(str(t))) else None) or 0 for t in task_ids]
         ax.bar([x + i * width for x in range(len(task_ids))], ys, width, label=r.name)
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(task_ids))], [str(t) for t in task_ids])
     ax.set_xlabel("task id")
@@ -226,7 +230,7 @@ def figures(runs: list[Run]) -> dict[str, bytes]:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for i, r in enumerate(runs):
-        ys = [r.metrics["per_group"].get(g, {}).get("mean_score") or 0 for g in GROUPS]
+        ys = [(r.metrics.per_group[g].mean_score if g in r.metrics.per_group else None) or 0 for g in GROUPS]
         ax.bar([x + i * width for x in range(len(GROUPS))], ys, width, label=r.name)
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(GROUPS))], list(GROUPS))
     ax.set_ylabel("mean final score")
@@ -310,18 +314,18 @@ def run_warnings(run: Run) -> list[str]:
     """What a reader must know before trusting a run's numbers: failed model calls, a memory store that
     failed, episodes the environment broke (all counted in metrics.json from the event logs)."""
     found = []
-    usage = run.metrics.get("usage", {})
-    if usage.get("model_call_errors"):
-        roles = ", ".join(f"{k} {v}" for k, v in usage.get("model_call_errors_by_role", {}).items())
+    usage = run.metrics.usage
+    if usage.model_call_errors:
+        roles = ", ".join(f"{k} {v}" for k, v in usage.model_call_errors_by_role.items())
         found.append(
-            f"{run.name}: {usage['model_call_errors']} of {usage.get('model_calls')} model calls failed "
+            f"{run.name}: {usage.model_call_errors} of {usage.model_calls} model calls failed "
             f"({roles}); those steps fell back to Swift or the baseline prompt"
         )
-    store_errors = run.metrics.get("mechanisms", {}).get("memory", {}).get("store_errors")
+    store_errors = run.metrics.mechanisms.memory.store_errors
     if store_errors:
         found.append(f"{run.name}: the AMM store failed {store_errors} times (memory_fallback store_error)")
-    if run.metrics.get("errors"):
-        found.append(f"{run.name}: {run.metrics['errors']} episodes ended in an environment error")
+    if run.metrics.errors:
+        found.append(f"{run.name}: {run.metrics.errors} episodes ended in an environment error")
     return found
 
 
@@ -345,7 +349,7 @@ def write_report(dirs: list[Path], out: Path) -> Path:
         "mechanisms": ("Mechanism activity (per episode)", section_table(runs, "mechanisms")),
         "usage": ("Usage and cost proxies", section_table(runs, "usage")),
     }
-    if any("seeds" in r.metrics for r in runs):
+    if any(r.metrics.seeds is not None for r in runs):
         tables["seeds"] = ("Seeds", seeds_table(runs))
     md = ["# fastslow report", "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
     warnings = [w for r in runs for w in run_warnings(r)]

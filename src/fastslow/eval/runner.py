@@ -1,7 +1,9 @@
 """Episode runner: one env.step per timestep, every step written as an event (paper §4).
 
 The loop is deliberately tiny; everything an agent does between two steps (Swift, Sage, Gate-1,
-memory) lives inside the agent, and everything observable goes to the event sink.
+memory) lives inside the agent, and everything observable goes to the event sink. The episode's step
+limit (``config.env.step_limit``, SwiftSage's 300) is a ``TimeLimit`` wrapper the runner puts around the
+environment it is given; the adapter itself knows no limit.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from pathlib import Path
 from fastslow.agents import Agent, EarlyStop, EpisodeContext
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.env.scienceworld import StepResult
 from fastslow.env.tasks import get_task
+from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError
 from fastslow.events import (
     EndState,
@@ -104,7 +107,7 @@ class _WarningTap:
 
 
 def run_episode(
-    env: ScienceWorldAdapter,
+    env: Env,
     agent: Agent,
     episode: Episode,
     config: RunConfig,
@@ -113,11 +116,12 @@ def run_episode(
 ) -> EpisodeOutcome:
     """Play one episode to its end and emit episode_start, env_step..., episode_end.
 
+    ``env`` is the adapter (or any ``Env``); the episode ends at ``config.env.step_limit`` env steps.
     ``run_id`` names the run the episode belongs to (AMM records carry it, see ``EpisodeContext``)."""
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
-    env.step_limit = config.env.step_limit
+    env = TimeLimit(env, config.env.step_limit)
     end, error = EndState.ERROR, None
     result: StepResult | None = None
     try:

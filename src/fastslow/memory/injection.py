@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any, Literal
 
 import jinja2
@@ -32,6 +31,7 @@ import jinja2
 from fastslow.memory.config import BudgetUnit
 from fastslow.memory.records import MemoryRecord, Tag, one_line
 from fastslow.memory.retrieval import dedup_key
+from fastslow.templates import prompt_template
 
 Audience = Literal["swift", "sage", "critic"]
 TEMPLATE = "memory_block.j2"
@@ -108,17 +108,6 @@ def measure(text: str, unit: BudgetUnit) -> int:
     return len(text) if unit == "chars" else len(_TOKEN.findall(text))
 
 
-@cache
-def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("fastslow", "prompts"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=False,
-    )
-    return env.get_template(TEMPLATE)
-
-
 def _cut(text: str, limit: int) -> str:
     text = one_line(text)
     return text if len(text) <= limit else text[: max(limit - 3, 0)].rstrip() + "..."
@@ -182,7 +171,7 @@ def render(
     template: jinja2.Template | None = None,
 ) -> str:
     views = [_view(r, level, observation_chars) for r in records]
-    return (template or _template()).render(records=views, audience=audience).strip()
+    return (template or prompt_template(TEMPLATE)).render(records=views, audience=audience).strip()
 
 
 def structure_ok(text: str, records: Sequence[MemoryRecord]) -> bool:

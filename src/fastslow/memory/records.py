@@ -15,14 +15,12 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from fastslow.env.semantics import RECORD_STOPWORDS
+
 Tag = Literal["success", "near-miss", "avoidance"]
 TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")
 
 _WORD = re.compile(r"[a-z0-9]+")
-# Words that occur in nearly every ScienceWorld text; matching on them only costs search time.
-_STOPWORD_TEXT = """a an and are as at be by for from has have here in into is it its of on or that the their
-then there these this to was were which with you your called room see also contains containing nothing"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def new_id() -> str:
@@ -30,8 +28,9 @@ def new_id() -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """Lower-case alphanumeric words without stopwords, in order, duplicates kept."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
+    """Lower-case alphanumeric words without stopwords (ScienceWorld's ``RECORD_STOPWORDS``), in order,
+    duplicates kept."""
+    return [w for w in _WORD.findall(text.lower()) if w not in RECORD_STOPWORDS and len(w) > 1]
 
 
 def one_line(text: str) -> str:

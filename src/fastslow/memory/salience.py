@@ -7,6 +7,10 @@ action and the state after it. The gate keeps only informative transitions:
 - near-miss: partial progress (``small_reward`` <= gain < milestone) - the bulk of the paper's writes;
 - avoidance: explicit invalid-action feedback, a task-ending failure (-100), a score loss.
 
+Invalid-action feedback is ScienceWorld's no-match reply (``Feedback.invalid`` of
+``fastslow.env.semantics``), whatever the run's failure markers: an "Ambiguous request" or a refusal
+("The table is not openable.") says nothing about the action in another state, so neither is stored.
+
 Shaping actions (wait, wait1, wait2) are never stored. A store error is logged as a ``MemoryFallback``
 and swallowed: memory is informational and must never end an episode.
 """
@@ -17,17 +21,15 @@ from dataclasses import dataclass
 
 from fastslow.agents.state import Trajectory, room_of
 from fastslow.env.scienceworld import StepResult
+from fastslow.env.semantics import AVOIDANCE_FEEDBACK, FAILURE_SCORE, SUCCESS_SCORE, classify_feedback
 from fastslow.env.tasks import get_task
 from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import SalienceConfig
 from fastslow.memory.records import MemoryRecord, Tag, inventory_summary, one_line
 from fastslow.memory.stores.base import MemoryStore, MemoryStoreError
 
-INVALID_ACTION = "No known action matches that input."
 STORE_ERROR = "store_error: "
 """Prefix of every ``MemoryFallback`` reason caused by the store, followed by the store's own message."""
-SUCCESS_SCORE = 100
-FAILURE_SCORE = -100
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class Salience:
 
 
 def is_invalid_feedback(observation: str) -> bool:
-    return observation.strip().startswith(INVALID_ACTION)
+    """ScienceWorld did not know the action: an avoidance record, and no step of a record's context."""
+    return classify_feedback(observation) in AVOIDANCE_FEEDBACK
 
 
 def classify(action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig) -> Salience | None:

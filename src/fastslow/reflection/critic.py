@@ -11,19 +11,18 @@ and ``rules`` (deterministic: untried task-relevant actions and unvisited rooms)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import jinja2
-
 from fastslow.agents.state import Trajectory
-from fastslow.config import CriticConfig
+from fastslow.env.semantics import focus_target, known_rooms, verb_of
 from fastslow.errors import ModelError
 from fastslow.events import CriticCall, CriticEffect, EventSink, ListSink, StagnationReport
 from fastslow.models import ChatModel, Message, call_model
+from fastslow.reflection.config import CriticConfig
 from fastslow.reflection.focus import content_words, focus_target_allowed
-from fastslow.reflection.normalize import verb_of
+from fastslow.templates import prompt_template
 
 # Verbs the Critic's candidate lists use, most useful first for getting unstuck (take and read what the
 # task names, open containers, look, operate devices, move things). Everything else is left out: focus
@@ -51,21 +50,25 @@ _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*•])\s*")
 _VALID_SAMPLE = 40
 
 
+MemoryFetch = Callable[[], list[str]] | None
+"""AMM's evidence for the Critic, fetched on demand: reading it consumes AMM's T2/T3 cache and logs an
+injection, so only a backend that puts memories in a prompt (the LLM Critic) calls it."""
+
+
 class CriticBackend(Protocol):
     """Turns a stagnation report into a diagnosis and proposed actions (unfiltered)."""
 
     kind: str
 
     def propose(
-        self, report: StagnationReport, traj: Trajectory, memories: Sequence[str]
+        self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
     ) -> tuple[str, list[str]]:
         """(diagnosis, actions). Raises ``ModelError`` when the model call fails."""
         ...
 
 
 def _rooms(traj: Trajectory) -> set[str]:
-    teleports = (a for a in traj.current.valid_actions if a.startswith("teleport to "))
-    return {a[len("teleport to ") :] for a in teleports} | set(traj.visited_rooms)
+    return known_rooms(traj.current.valid_actions, traj.visited_rooms)
 
 
 def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
@@ -110,7 +113,7 @@ class RulesCritic:
         self.max_actions = max_actions
 
     def propose(
-        self, report: StagnationReport, traj: Trajectory, memories: Sequence[str]
+        self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
     ) -> tuple[str, list[str]]:
         tried = {t.action for t in traj.turns}
         avoid = set(report.avoid)
@@ -132,14 +135,6 @@ class RulesCritic:
         return diagnosis, actions
 
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("fastslow", "prompts"),
-    undefined=jinja2.StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
-
-
 def render_critic_prompt(
     report: StagnationReport,
     traj: Trajectory,
@@ -150,16 +145,18 @@ def render_critic_prompt(
 ) -> str:
     """The Critic's user message (``prompts/critic.j2``)."""
     cur = traj.current
+    rooms = _rooms(traj)
     focus = [
         a
         for a in cur.valid_actions
-        if a.startswith("focus on ")
-        and a[len("focus on ") :] not in _rooms(traj)
-        and focus_target_allowed(traj.task_name, traj.task_description, a[len("focus on ") :])
+        if (target := focus_target(a)) is not None
+        and target not in rooms
+        and focus_target_allowed(traj.task_name, traj.task_description, target)
     ]
     sample = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
     sample += [a for a in unvisited_rooms(traj) if a not in sample]
-    return _TEMPLATES.get_template("critic.j2").render(
+    # The Critic's prompt keeps its final newline, as it was written and measured.
+    return prompt_template("critic.j2", keep_trailing_newline=True).render(
         task=traj.task_description.strip(),
         room=traj.room,
         look=cur.look.strip(),
@@ -212,10 +209,11 @@ class LlmCritic:
         self.max_actions = max_actions
 
     def propose(
-        self, report: StagnationReport, traj: Trajectory, memories: Sequence[str]
+        self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
     ) -> tuple[str, list[str]]:
+        evidence = memories() if memories is not None else []  # read (and logged by AMM) only here
         prompt = render_critic_prompt(
-            report, traj, memories, history=self.history, max_actions=self.max_actions
+            report, traj, evidence, history=self.history, max_actions=self.max_actions
         )
         messages: list[Message] = [{"role": "user", "content": prompt}]
         completion = call_model(self.model, messages, sink=self.sink, role="critic", step=traj.current.steps)
@@ -265,7 +263,7 @@ class Critic:
         return None
 
     def maybe_call(
-        self, report: StagnationReport | None, traj: Trajectory, memories: Sequence[str] = ()
+        self, report: StagnationReport | None, traj: Trajectory, memories: MemoryFetch = None
     ) -> list[str]:
         """Actions for the buffer (possibly none)."""
         step = traj.current.steps

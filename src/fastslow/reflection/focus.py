@@ -13,6 +13,9 @@ task (score -100). Three rules guard it:
   1 variation of each of tasks 0-9 and 3 of each of tasks 10-29: none blocked). Tasks whose target is
   found by exploring ("find a(n) animal ... focus on the thing", the lifespan tasks) are exempt. Rooms,
   the agent and the inventory are refused by Gate-1 itself.
+
+What a focus action targets and how ScienceWorld confirms it (``focus_target``, ``focus_head``,
+``focus_confirmed``) is ScienceWorld's semantics, defined in ``fastslow.env.semantics``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from __future__ import annotations
 import re
 
 from fastslow.agents.state import Trajectory
-from fastslow.reflection.normalize import normalize
+from fastslow.env.semantics import DESCRIPTION_STOPWORDS, focus_confirmed, focus_target
+
+# Re-exported for Gate-1 (reflection/gate.py), which imports it from here.
+from fastslow.env.semantics import focus_head as focus_head
 
 # Focus actions in gold paths (max over the sampled variations). Tasks not listed focus once.
 FOCUS_LIMITS: dict[str, int] = {
@@ -48,14 +54,6 @@ OPEN_FOCUS_TASKS = frozenset(
 
 _N_STAGES = re.compile(r"focus on the (\d+) life stages")
 _FOCUS_PHRASE = re.compile(r"focus on (?:the |a |an )?([^.,]+)")
-# Words of a task description that name no object.
-_STOPWORD_TEXT = """
-your task is to a an the of in on at for from with and or then first next when after before this that
-these those it its be are will which what if than some any all each you can has have focus thing things
-object objects located around found might near location complete completed done part way take actions
-cause change make until
-"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -67,17 +65,9 @@ def focus_limit_for(task_name: str, task_description: str = "") -> int:
     return FOCUS_LIMITS.get(task_name, 1)
 
 
-def focus_head(target: str) -> str:
-    """The object named by a focus target, without container/location qualifiers."""
-    head = normalize(target)
-    for marker in (" in ", " on ", " to ", " containing "):
-        head = head.split(marker, 1)[0]
-    return head
-
-
 def content_words(text: str) -> set[str]:
     """Words of ``text`` that can name an object (stopwords and boilerplate removed)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+    return {w for w in _WORD.findall(text.lower()) if w not in DESCRIPTION_STOPWORDS and len(w) > 1}
 
 
 def focus_words(task_description: str) -> set[str]:
@@ -106,6 +96,7 @@ def focused_targets(traj: Trajectory) -> set[str]:
     """Heads of the objects focused on so far (a focus counts once ScienceWorld confirms it)."""
     done = set()
     for turn in traj.turns:
-        if turn.action.startswith("focus on ") and turn.observation.startswith("You focus on"):
-            done.add(focus_head(turn.action[len("focus on ") :]))
+        target = focus_target(turn.action)
+        if target is not None and focus_confirmed(turn.observation) is not None:
+            done.add(focus_head(target))
     return done

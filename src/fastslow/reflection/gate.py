@@ -17,20 +17,9 @@ from fastslow.agents.state import Trajectory
 from fastslow.env.scienceworld import StepResult
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
-from fastslow.reflection.focus import (
-    focus_head,
-    focus_limit_for,
-    focus_target_allowed,
-    focused_targets,
-)
-from fastslow.reflection.normalize import (
-    apply_aliases,
-    normalize,
-    strip_qualifiers,
-    verb_of_normalized,
-)
-
-FOCUS = "focus on"
+from fastslow.env.semantics import FOCUS, focus_head, normalize, places, verb_of_normalized
+from fastslow.reflection.focus import focus_limit_for, focus_target_allowed, focused_targets
+from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 
 
 @dataclass(frozen=True)
@@ -137,6 +126,49 @@ class Gate1:
             self.sink.emit(decision)
         return decision
 
+    def check_answer(
+        self,
+        answer: str,
+        completes: str,
+        result: StepResult,
+        traj: Trajectory,
+        constraints: GateConstraints | None = None,
+        *,
+        source: str = "swift",
+    ) -> GateDecision:
+        """An option number answering ScienceWorld's "Ambiguous request", judged as the action it
+        completes: answering ``0`` to an ambiguous ``focus on paint`` is a focus on the paint listed as 0,
+        so the runtime constraints (focus rules, avoid list) apply to ``completes``. No repair: the
+        number is one ScienceWorld offered, or it is dropped."""
+        constraints = constraints or GateConstraints()
+        try:
+            if answer not in result.valid_actions:
+                raise _Drop("not_admissible", f"'{answer}' is not one of the offered options")
+            self._enforce(completes, traj, constraints)
+        except _Drop as drop:
+            decision = GateDecision(
+                step=result.steps,
+                source=source,
+                outcome=GateOutcome.DROP,
+                original=answer,
+                action="",
+                reason=drop.reason,
+                detail=f"answers '{completes}': {drop.detail}",
+            )
+        else:
+            decision = GateDecision(
+                step=result.steps,
+                source=source,
+                outcome=GateOutcome.ACCEPT,
+                original=answer,
+                action=answer,
+                rule="answer",
+                detail=f"answers '{completes}'",
+            )
+        if self.sink is not None:
+            self.sink.emit(decision)
+        return decision
+
     # -- admissibility and repair ----------------------------------------------------------------
     def _resolve(self, action: str, result: StepResult) -> tuple[str, str]:
         """(valid action, rule), or raise _Drop."""
@@ -235,5 +267,4 @@ class Gate1:
 
 
 def _places(traj: Trajectory) -> set[str]:
-    rooms = {a[len("teleport to ") :] for a in traj.current.valid_actions if a.startswith("teleport to ")}
-    return rooms | set(traj.visited_rooms) | {"inventory", "agent"}
+    return places(traj.current.valid_actions, traj.visited_rooms)

@@ -1,19 +1,15 @@
 """SRM Gate-1 normalization, paper §3.2: the canonical form proposed and valid actions are compared in.
 
 Models write "Pick up the thermometer." where ScienceWorld lists "pick up thermometer". Gate-1 compares
-both sides in one canonical form (lower case, single spaces, no articles, no punctuation) and maps
-paraphrased verbs to the verbs ScienceWorld's parser knows. Everything here is a pure function of
-strings so the gate's repairs are deterministic and testable without an environment.
+both sides in one canonical form (lower case, single spaces, no articles, no punctuation: ScienceWorld's
+``normalize`` in ``fastslow.env.semantics``, with ``verb_of``) and maps paraphrased verbs to the verbs
+ScienceWorld's parser knows. Everything here is a pure function of strings so the gate's repairs are
+deterministic and testable without an environment.
 """
 
 from __future__ import annotations
 
-import re
-
-_ARTICLES = frozenset({"a", "an", "the"})
-# Punctuation a model adds around an action; hyphens stay ("green-blue paint"), so do digits.
-_PUNCT = re.compile(r"[\"'`.,;:!?()\[\]{}*]")
-_SPACES = re.compile(r"\s+")
+from fastslow.env.semantics import verb_of_normalized
 
 # Verb paraphrases -> ScienceWorld's verb. Applied to the start of an action only: an object name
 # must never be rewritten by a verb rule.
@@ -65,13 +61,6 @@ OBJECT_ALIASES: tuple[tuple[str, str], ...] = (
 )
 
 
-def normalize(action: str) -> str:
-    """Canonical form: lower case, no punctuation or articles, single spaces."""
-    text = _PUNCT.sub(" ", action.lower())
-    words = [w for w in _SPACES.split(text) if w and w not in _ARTICLES]
-    return " ".join(words)
-
-
 def _replace_prefix(text: str, old: str, new: str) -> str | None:
     if text == old or text.startswith(old + " "):
         return new + text[len(old) :]
@@ -103,22 +92,6 @@ def apply_aliases(norm: str) -> str:
     for old, new in OBJECT_ALIASES:
         padded = padded.replace(f" {old} ", f" {new} ")
     return padded.strip()
-
-
-_PARTICLES = frozenset({"up", "down", "at", "in", "to", "on", "around"})
-
-
-def verb_of(action: str) -> str:
-    """The command word(s) of an action: "pick up", "look at", "teleport to", "focus on", "move", ..."""
-    return verb_of_normalized(normalize(action))
-
-
-def verb_of_normalized(norm: str) -> str:
-    """``verb_of`` for a string already in canonical form (the gate indexes ~1-3k of them per step)."""
-    words = norm.split(" ", 2)
-    if len(words) >= 2 and words[1] in _PARTICLES:
-        return f"{words[0]} {words[1]}"
-    return words[0]
 
 
 def strip_qualifiers(norm: str) -> str:

@@ -1,20 +1,21 @@
 """SRM, paper §3.2: the three per-episode components built from a run configuration in one call.
 
-The controller builds one ``Srm`` per episode and calls it at two points of its loop (docs/srm.md):
-``gate.check`` right before every env.step, ``after_step`` right after it. ``Srm.for_episode``
-returns None when ``srm.enabled`` is off, so the baseline loop carries no SRM code path at all.
+The controller's ``SrmHook`` builds one ``Srm`` per episode and calls it at two points of its loop
+(docs/srm.md): ``gate.check`` right before every env.step, ``after_step`` right after it.
+``Srm.for_episode`` returns None when ``srm.enabled`` is off, so the baseline builds no SRM hook at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastslow.agents.state import Trajectory
-from fastslow.config import RunConfig
 from fastslow.env.scienceworld import StepResult
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink, StagnationReport
 from fastslow.models import ChatModel
+from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.reflection.critic import Critic, make_critic
 from fastslow.reflection.gate import Gate1, GateConstraints
 from fastslow.reflection.stagnation import StagnationDetector
@@ -32,19 +33,27 @@ class Srm:
 
     @classmethod
     def for_episode(
-        cls, config: RunConfig, first: StepResult, *, sink: EventSink, model: ChatModel | None = None
+        cls,
+        srm: SrmConfig,
+        critic_cfg: CriticConfig,
+        first: StepResult,
+        *,
+        sink: EventSink,
+        model: ChatModel | None = None,
+        markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS,
     ) -> Srm | None:
         """SRM for one episode, or None when SRM is off. ``model`` overrides ``critic.model`` (shared
         client, scripted model in tests); it is only built for ``critic.kind: llm``."""
-        srm = config.srm
         if not srm.enabled:
             return None
         gate = Gate1(srm.gate, sink=sink) if srm.gate.enabled else None
         detector = (
-            StagnationDetector(srm.stagnation, sink=sink, first=first) if srm.stagnation.enabled else None
+            StagnationDetector(srm.stagnation, sink=sink, first=first, markers=markers)
+            if srm.stagnation.enabled
+            else None
         )
         critic = (
-            make_critic(config.critic, sink=sink, model=model)
+            make_critic(critic_cfg, sink=sink, model=model)
             if detector is not None and srm.critic.enabled
             else None
         )
@@ -65,8 +74,9 @@ class Srm:
             return GateConstraints()
         return GateConstraints(avoid=frozenset(report.avoid))
 
-    def after_step(self, traj: Trajectory, memories: Sequence[str] = ()) -> list[str]:
-        """Detector, then Critic: the actions to push into the FIFO buffer (often none)."""
+    def after_step(self, traj: Trajectory, memories: Callable[[], list[str]] | None = None) -> list[str]:
+        """Detector, then Critic: the actions to push into the FIFO buffer (often none). ``memories``
+        fetches AMM's evidence for the Critic; it is called only when a Critic call is actually made."""
         report = self.detector.update(traj) if self.detector is not None else None
         if report is not None:
             self.last_report = report

@@ -5,33 +5,36 @@ Called once after every env step. It keeps its own record of the effective state
 state; the ``Trajectory`` keeps observations but not per-step states. Thresholds are the authors'
 (PAPER_FACTS.md): same observation x3, same action x2 without effect, same verb x3 without effect,
 >= 4 of the last 5 steps navigating among <= 2 distinct (room, inventory) states, window 5, nothing
-before step 5; plus a loop of failure observations.
+before step 5; plus a loop of failure observations: ScienceWorld's no-match reply, an "Ambiguous
+request" (a step whose input was not executed) or a refusal (``fastslow.env.semantics``: feedback
+invalid / ambiguous / failure, the refusals found by the run's ``env.failure_markers``).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fastslow.agents.state import Trajectory, Turn, room_of
 from fastslow.env.scienceworld import StepResult
+from fastslow.env.semantics import (
+    DEFAULT_FAILURE_MARKERS,
+    NAVIGATION_VERBS,
+    STAGNATION_FAILURES,
+    classify_feedback,
+    verb_of,
+)
 from fastslow.events import EventSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.focus import focus_limit_for, focused_targets
-from fastslow.reflection.normalize import verb_of
 
 # Main pattern first when several fire at once: the most specific evidence leads.
 PATTERNS = ("invalid_loop", "repeated_action", "repeated_observation", "verb_loop", "navigation_loop")
-NAVIGATION_VERBS = frozenset({"teleport to", "go to"})
-_FAILURE = re.compile(r"\b(?:can't|cannot|not|doesn't)\b")
 
 
-def is_failure(observation: str) -> bool:
-    """SwiftSage's failure test: unknown or ambiguous input, or a refusal (can't / not / doesn't)."""
-    text = observation.lower()
-    if "no known action matches that input" in text or "ambiguous request" in text:
-        return True
-    return bool(_FAILURE.search(text))
+def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
+    """A step the invalid loop counts: unknown or ambiguous input, or a refusal (a marker word)."""
+    return classify_feedback(observation, markers) in STAGNATION_FAILURES
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,13 @@ class StagnationDetector:
         *,
         sink: EventSink | None = None,
         first: StepResult | None = None,
+        markers: Iterable[str] = DEFAULT_FAILURE_MARKERS,
     ) -> None:
         """``first``: the episode's reset result, so the first step's effect can be judged too
-        (without it the first step counts as having an effect)."""
+        (without it the first step counts as having an effect). ``markers``: the run's
+        ``env.failure_markers``, which decide what the invalid loop counts as a refusal."""
         self.config = config or StagnationConfig()
+        self.markers = tuple(markers)
         self.sink = sink
         self._snaps: list[_Snapshot] = []
         self._start = (room_of(first.look), first.inventory, first.look) if first is not None else None
@@ -116,7 +122,7 @@ class StagnationDetector:
 
     # Each detector returns (evidence steps, actions to avoid) or None.
     def _invalid_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
-        bad = [s for s in window if is_failure(s.turn.observation)]
+        bad = [s for s in window if is_failure(s.turn.observation, self.markers)]
         if len(bad) < self.config.invalid_loop:
             return None
         return [s.turn.step for s in bad], [s.turn.action for s in bad]

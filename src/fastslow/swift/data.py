@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from fastslow.agents.state import Trajectory
-from fastslow.env.scienceworld import SUCCESS_SCORE, ScienceWorldAdapter, StepResult
+from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import Split, all_tasks, get_task
 from fastslow.errors import EnvError, UsageError
 

@@ -13,6 +13,9 @@ Swift scores every valid action a in state s as ``w · phi(s, a)``, with two kin
 Candidate keys depend only on the action string, so they are hashed once and cached in an
 ``ActionTable``; a decision over ~3,000 valid actions is then a few numpy gathers (``fastslow bench
 swift``). Hashes use CRC32, so they are stable across processes and Python versions.
+
+Verbs, arguments and stopwords are ScienceWorld's (``fastslow.env.semantics``); the packaged weights
+were trained with exactly these, so a change there changes every hashed feature.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fastslow.agents.state import Trajectory, room_of
+from fastslow.env.semantics import ARGUMENT_JOINERS, NAVIGATION_VERBS, STOPWORDS
+from fastslow.env.semantics import arguments as arguments  # re-exported: swift/train.py, swift/policy.py
+from fastslow.env.semantics import verb_of as verb_of  # re-exported: swift/train.py
 from fastslow.swift.answer_box import box_features
 
 IntArray = npt.NDArray[np.int64]
@@ -35,20 +41,6 @@ N_BUCKETS = 1 << 20
 """Size of the hashed weight vector (4 MB as float32)."""
 CAND_SLOTS = 12
 WORD_SLOTS = 8
-_TWO_WORD_VERBS = (
-    "focus on",
-    "teleport to",
-    "pick up",
-    "look at",
-    "look in",
-    "go to",
-    "look around",
-    "put down",
-)
-_PREPOSITIONS = (" into ", " in ", " to ", " on ", " from ")
-_STOP = frozenset(
-    {"the", "a", "an", "of", "to", "in", "on", "into", "from", "and", "with", "is", "it", "that"}
-)
 _WORD = re.compile(r"[a-z0-9]+")
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -77,27 +69,7 @@ def h(text: str) -> int:
 
 
 def words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
-def verb_of(action: str) -> str:
-    for verb in _TWO_WORD_VERBS:
-        if action == verb or action.startswith(verb + " "):
-            return verb
-    return action.split(" ", 1)[0]
-
-
-def arguments(action: str) -> list[str]:
-    """The object phrases of an action: 'move A to B' -> [A, B]."""
-    verb = verb_of(action)
-    rest = action[len(verb) :].strip()
-    if not rest:
-        return []
-    for prep in _PREPOSITIONS:
-        if prep in rest:
-            first, second = rest.split(prep, 1)
-            return [first.strip(), second.strip()]
-    return [rest]
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
 def _template(action: str) -> str:
@@ -105,7 +77,7 @@ def _template(action: str) -> str:
     verb = verb_of(action)
     args = arguments(action)
     rest = action[len(verb) :]
-    for prep in _PREPOSITIONS:
+    for prep in ARGUMENT_JOINERS:
         if prep in rest:
             return f"{verb} _{prep}_"
     return verb + (" _" if args else "")
@@ -122,6 +94,22 @@ def candidate_keys(action: str) -> list[int]:
     return keys[:CAND_SLOTS]
 
 
+class _TaskKeys:
+    """Task-template keys of one task description, by action id (``known`` marks the computed ones)."""
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(1024, dtype=np.int64)
+        self.known = np.zeros(1024, dtype=bool)
+
+    def fit(self, n: int) -> None:
+        if n > len(self.keys):
+            size = max(n, 2 * len(self.keys))
+            self.keys = np.resize(self.keys, size)
+            known = np.zeros(size, dtype=bool)
+            known[: len(self.known)] = self.known
+            self.known = known
+
+
 class ActionTable:
     """Cache of per-action hashed keys, grown as new action strings appear."""
 
@@ -136,7 +124,7 @@ class ActionTable:
         self.verb = np.zeros(1024, dtype=np.uint64)
         self.is_teleport = np.zeros(1024, dtype=bool)
         self.strings: list[str] = []
-        self._task_cache: dict[str, dict[int, int]] = {}
+        self._task_cache: dict[str, _TaskKeys] = {}
 
     def _grow(self) -> None:
         n = len(self.keys) * 2
@@ -149,26 +137,44 @@ class ActionTable:
         self.is_teleport = np.resize(self.is_teleport, n)
 
     def _add(self, action: str) -> int:
-        i = len(self.strings)
-        if i >= len(self.keys):
+        return self._add_many([action])[0]
+
+    def _add_many(self, actions: Sequence[str]) -> list[int]:
+        """Add new action strings, their rows written in bulk (one numpy write per array, not per
+        action: a new episode brings a few hundred actions the table has not seen)."""
+        start = len(self.strings)
+        end = start + len(actions)
+        while end > len(self.keys):
             self._grow()
-        keys = candidate_keys(action)
-        self.keys[i] = 0
-        self.key_mask[i] = 0
-        self.keys[i, : len(keys)] = keys
-        self.key_mask[i, : len(keys)] = 1
+        keys = np.zeros((len(actions), CAND_SLOTS), dtype=np.uint64)
+        mask = np.zeros((len(actions), CAND_SLOTS), dtype=np.float32)
+        word_rows = np.full((len(actions), WORD_SLOTS), -1, dtype=np.int64)
+        word_n = np.zeros(len(actions), dtype=np.float32)
+        verbs = np.zeros(len(actions), dtype=np.uint64)
+        teleport = np.zeros(len(actions), dtype=bool)
+        for j, action in enumerate(actions):
+            ks = candidate_keys(action)
+            keys[j, : len(ks)] = ks
+            mask[j, : len(ks)] = 1
+            verb = verb_of(action)
+            ws = [h(w) for w in words(action[len(verb) :])[:WORD_SLOTS]]
+            word_rows[j, : len(ws)] = ws
+            word_n[j] = len(ws)
+            verbs[j] = h(verb)
+            teleport[j] = verb in NAVIGATION_VERBS
+        self.keys[start:end] = keys
+        self.key_mask[start:end] = mask
         with np.errstate(over="ignore"):
-            self.mixed[i] = (self.keys[i] * _MIX1).view(np.int64)
-        verb = verb_of(action)
-        ws = [h(w) for w in words(action[len(verb) :])[:WORD_SLOTS]]
-        self.words[i] = -1
-        self.words[i, : len(ws)] = ws
-        self.word_n[i] = len(ws)
-        self.verb[i] = h(verb)
-        self.is_teleport[i] = verb in ("teleport to", "go to")
-        self.strings.append(action)
-        self._ids[action] = i
-        return i
+            self.mixed[start:end] = (keys * _MIX1).view(np.int64)
+        self.words[start:end] = word_rows
+        self.word_n[start:end] = word_n
+        self.verb[start:end] = verbs
+        self.is_teleport[start:end] = teleport
+        ids = list(range(start, end))
+        for i, action in zip(ids, actions, strict=True):
+            self._ids[action] = i
+        self.strings.extend(actions)
+        return ids
 
     def task_keys(self, ids: IntArray, task_description: str) -> IntArray:
         """Per candidate, the pre-mixed key of its *task template*: the action with every word the
@@ -179,17 +185,20 @@ class ActionTable:
         if cache is None:
             if len(self._task_cache) > 64:
                 self._task_cache.clear()
-            cache = self._task_cache[task_description] = {}
-        named = set(words(task_description))
-        out = np.empty(len(ids), dtype=np.int64)
-        strings = self.strings
-        for j, i in enumerate(ids.tolist()):
-            key = cache.get(i)
-            if key is None:
+            cache = self._task_cache[task_description] = _TaskKeys()
+        cache.fit(len(self.strings))
+        missing = np.unique(ids[~cache.known[ids]])
+        if len(missing):
+            named = set(words(task_description))
+            strings = self.strings
+            fresh = np.empty(len(missing), dtype=np.uint64)
+            for j, i in enumerate(missing.tolist()):
                 toks = ["<T>" if t in named else "#" if t.isdigit() else t for t in strings[i].split()]
-                with np.errstate(over="ignore"):
-                    key = cache[i] = int((np.uint64(h("AT:" + " ".join(toks))) * _MIX1).view(np.int64))
-            out[j] = key
+                fresh[j] = h("AT:" + " ".join(toks))
+            with np.errstate(over="ignore"):
+                cache.keys[missing] = (fresh * _MIX1).view(np.int64)
+            cache.known[missing] = True
+        out: IntArray = cache.keys[ids]
         return out
 
     def known(self, action: str) -> int | None:
@@ -199,10 +208,9 @@ class ActionTable:
         get = self._ids.get
         out = [get(a) for a in actions]
         if None in out:
-            for j, i in enumerate(out):
-                if i is None:
-                    known = self._ids.get(actions[j])
-                    out[j] = known if known is not None else self._add(actions[j])
+            new = list(dict.fromkeys(a for a, i in zip(actions, out, strict=True) if i is None))
+            self._add_many(new)
+            out = [get(a) for a in actions]
         return np.asarray(out, dtype=np.int64)
 
 

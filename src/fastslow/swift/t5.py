@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from fastslow.agents.state import Trajectory
 from fastslow.errors import UsageError
 from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.data import HISTORY_TURNS, match_valid, read_rows
 from fastslow.swift.train import label_of
+from fastslow.templates import prompt_template
 
 SOURCE_MAX_TOKENS = 1024
 TARGET_MAX_TOKENS = 16
@@ -37,14 +35,6 @@ def _require() -> tuple[Any, Any]:
             "the t5 Swift backend needs the optional extra: pip install torch==2.13.0 'fastslow[t5]'"
         ) from exc
     return torch, transformers
-
-
-@cache
-def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("fastslow", "prompts"), undefined=jinja2.StrictUndefined, autoescape=False
-    )
-    return env.get_template("swift_t5.j2")
 
 
 def _flat(text: str) -> str:
@@ -62,7 +52,7 @@ def format_input(
     memories: Sequence[tuple[str, str, str]] = (),
 ) -> str:
     """SwiftSage's Swift input for one state (the last 10 actions only)."""
-    return _template().render(
+    return prompt_template("swift_t5.j2").render(
         task_description=_flat(task_description.replace("Task Description:", "")),
         step=step,
         score=score,

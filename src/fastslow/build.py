@@ -1,0 +1,108 @@
+"""Assemble an agent from a run configuration (paper §3-§4: the four configurations are config diffs).
+
+The one place that knows every component: it picks the Swift proposer, the Sage and Critic models, and
+the module hooks the config switches on (``amm:``, ``srm:`` + ``critic:``, ``controller.swift_policy``),
+and hands them to the controller, which knows none of them by name. Tests build agents here too,
+injecting what the real run would load (a scripted Sage, a scripted Swift, a store with known records).
+"""
+
+from __future__ import annotations
+
+from fastslow.agents import Agent, OracleAgent
+from fastslow.config import RunConfig
+from fastslow.controller.controller import SwiftSageAgent
+from fastslow.controller.hooks import Modules, process_amm
+from fastslow.controller.sage import Sage
+from fastslow.memory.hooks import Amm
+from fastslow.memory.stores import BulkStore
+from fastslow.models import ChatModel, make_model
+from fastslow.models.config import ModelConfig
+from fastslow.swift.base import Proposer
+
+
+def required_models(config: RunConfig) -> dict[str, ModelConfig]:
+    """The language models a swiftsage config will call, by role (sage, critic)."""
+    if config.agent.kind != "swiftsage":
+        return {}
+    models = {"sage": config.sage.model} if config.controller.sage_enabled else {}
+    srm = config.srm
+    if srm.enabled and srm.stagnation.enabled and srm.critic.enabled and config.critic.kind == "llm":
+        models["critic"] = config.critic.model
+    return models
+
+
+def check_models(config: RunConfig) -> None:
+    """Fail fast, before any episode starts, if a model the config needs cannot answer
+    (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key) or its Swift
+    checkpoint is missing (``UsageError``)."""
+    if config.agent.kind == "swiftsage":
+        from fastslow.swift import check_swift
+
+        check_swift(config.swift)
+    checked: list[ModelConfig] = []
+    for model_cfg in required_models(config).values():
+        if model_cfg not in checked:
+            make_model(model_cfg).check_available()
+            checked.append(model_cfg)
+
+
+def build_swiftsage(
+    config: RunConfig,
+    *,
+    swift: Proposer | None = None,
+    sage_model: ChatModel | None = None,
+    critic_model: ChatModel | None = None,
+    store: BulkStore | None = None,
+) -> SwiftSageAgent:
+    """The controller of a run config with its module hooks. ``swift``, ``sage_model``, ``critic_model``
+    and ``store`` replace what the config would load (tests; a shared client)."""
+    from fastslow.swift import make_policy, make_proposer
+
+    ctl = config.controller
+    needed = required_models(config)
+    if sage_model is None and "sage" in needed:
+        sage_model = make_model(needed["sage"])
+    sage = (
+        Sage(sage_model, ctl.sage, max_actions=ctl.buffer.size, cutoff=ctl.ground_cutoff)
+        if sage_model is not None and ctl.sage_enabled
+        else None
+    )
+    srm = config.srm
+    if critic_model is None and "critic" in needed:
+        # One model per process: the Critic shares Sage's when both name the same model.
+        same = sage_model is not None and needed["critic"] == config.sage.model
+        critic_model = sage_model if same else make_model(needed["critic"])
+    amm = None
+    if config.amm.enabled:
+        amm = Amm(config.amm, store) if store is not None else process_amm(config.amm)
+    modules = Modules(
+        srm=srm if srm.enabled else None,
+        critic=config.critic,
+        amm=amm,
+        critic_model=critic_model,
+        policy=make_policy(config.swift) if ctl.swift_policy else None,
+        warmup=ctl.warmup,
+        markers=tuple(config.env.failure_markers),
+    )
+    if swift is None:
+        swift = make_proposer(config.swift, top_k=config.swift.rerank_pool if ctl.swift_policy else None)
+    return SwiftSageAgent(
+        swift,
+        sage,
+        ctl,
+        modules=modules,
+        min_confidence=config.swift.min_confidence,
+        # Gate-1 on: text no check admitted never reaches the environment (a harmless look instead).
+        unresolved_fallback=srm.enabled and srm.gate.enabled,
+        markers=tuple(config.env.failure_markers),
+    )
+
+
+def make_agent(config: RunConfig) -> Agent:
+    """Build the agent named by ``config.agent.kind``."""
+    kind = config.agent.kind
+    if kind == "oracle":
+        return OracleAgent()
+    if kind == "swiftsage":
+        return build_swiftsage(config)
+    raise ValueError(f"unknown agent kind {kind!r}")

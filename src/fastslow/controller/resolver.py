@@ -1,0 +1,143 @@
+"""The one action resolver: every candidate of a timestep goes through ``Resolver.resolve`` (paper §3's
+action grounding, and §3.2's Gate-1 when SRM is on).
+
+A timestep produces candidates in order - the answer to an ambiguous request, the buffer's head, Swift's
+ranked candidates, Sage's plan on escalation, the fallback - and the first one that resolves runs. For
+each, ``resolve``:
+
+1. grounds the text onto the valid-action set with SwiftSage's profile (exact, then normalized and
+   rewritten forms, then rapidfuzz similarity at ``controller.ground_cutoff``);
+2. hands the candidate - the text *as its source proposed it*, with the grounding beside it - to the
+   ``before_action`` hooks in order (SRM's Gate-1 judges the proposed text with its own repairs; Swift's
+   safety policy refuses an answer that would complete a forbidden focus); a hook may accept, replace or
+   refuse it.
+
+In an "Ambiguous request" state ScienceWorld's valid actions are the option numbers; a number is then
+resolved as the action it completes (``Candidate.answers``: answering ``0`` to an ambiguous focus is a
+focus on the object listed as 0), so no module can be bypassed by a bare digit.
+
+The index of the valid set is built once per state (``StepView``), so resolving many candidates costs one
+pass over the valid actions, not one per candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from fastslow.agents.state import Trajectory
+from fastslow.controller.grounding import Grounder
+from fastslow.env.scienceworld import StepResult
+from fastslow.env.semantics import ambiguous_options, strip_locations
+
+FALLBACK_ACTION = "look around"
+"""Executed when no candidate resolves and nothing else may run: a harmless observation (in an ambiguous
+state it is not an option number, so ScienceWorld cancels the request instead of completing it)."""
+
+
+def options_by_number(observation: str) -> dict[str, str]:
+    """An "Ambiguous request"'s options as actions, by the number that selects them:
+    ``{"0": "focus on red paint", ...}`` (ScienceWorld's locations removed); {} for any other state."""
+    return {str(i): strip_locations(option) for i, option in enumerate(ambiguous_options(observation))}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate action on its way to the environment."""
+
+    proposed: str
+    """The text exactly as its source proposed it (what Gate-1 judges and logs as ``original``)."""
+    source: str
+    """swift, sage, critic, or the source of the request an ambiguous answer completes."""
+    action: str | None
+    """What it would execute now: the grounded valid action, or None (refused / not groundable)."""
+    answers: str | None = None
+    """In an ambiguous state: the action this option number completes (else None)."""
+    refused_by: str | None = None
+    """The hook that refused it; later hooks leave a refused candidate as it is."""
+
+
+class ActionCheck(Protocol):
+    """A ``before_action`` hook: returns the candidate to go on with (``action`` None = refused)."""
+
+    def before_action(self, candidate: Candidate, view: StepView) -> Candidate: ...
+
+
+class StepView:
+    """One state's valid-action index and ambiguity options, built once and shared by every resolve."""
+
+    def __init__(self, result: StepResult, traj: Trajectory) -> None:
+        self.result = result
+        self.traj = traj
+        self.grounder = _grounder(result.valid_actions)
+        self.options = options_by_number(result.observation)
+
+    @property
+    def ambiguous(self) -> bool:
+        return bool(self.options)
+
+
+_GROUNDERS: dict[int, tuple[tuple[str, ...], Grounder]] = {}
+"""The last grounders by valid-set identity: a state's tuple is built once by the adapter and reused."""
+
+
+def _grounder(valid: tuple[str, ...]) -> Grounder:
+    hit = _GROUNDERS.get(id(valid))
+    if hit is not None and hit[0] is valid:
+        return hit[1]
+    grounder = Grounder(valid)
+    if len(_GROUNDERS) > 8:  # a handful of live states at most (one per agent in this process)
+        _GROUNDERS.clear()
+    _GROUNDERS[id(valid)] = (valid, grounder)
+    return grounder
+
+
+class Resolver:
+    """Grounding profile + the ``before_action`` hooks, behind one ``resolve`` call."""
+
+    def __init__(self, cutoff: float, checks: list[ActionCheck], *, fallback_when_unresolved: bool) -> None:
+        self.cutoff = cutoff
+        self.checks = checks
+        self.fallback_when_unresolved = fallback_when_unresolved
+        """True (SRM on): never send a text no check admitted; False: SwiftSage sends Swift's top text
+        as written and lets ScienceWorld answer "No known action"."""
+
+    def view(self, result: StepResult, traj: Trajectory) -> StepView:
+        return StepView(result, traj)
+
+    def ground(self, text: str, view: StepView) -> str | None:
+        """SwiftSage's grounding alone (no hooks): the valid action ``text`` means, or None."""
+        hit = view.grounder.ground(text, self.cutoff)
+        return hit.action if hit else None
+
+    def resolve(self, text: str, source: str, view: StepView) -> str | None:
+        """The action ``text`` becomes when executed now, or None when it cannot or may not run."""
+        candidate = Candidate(text, source, self.ground(text, view), view.options.get(text.strip()))
+        for check in self.checks:
+            if candidate.refused_by is not None:
+                break
+            candidate = check.before_action(candidate, view)
+        return candidate.action
+
+    def first(self, texts: list[str], source: str, view: StepView) -> str | None:
+        """The first of ``texts`` (rank order) that resolves."""
+        for text in texts:
+            action = self.resolve(text, source, view)
+            if action is not None:
+                return action
+        return None
+
+    def unresolved(self, top: str | None, view: StepView) -> str:
+        """What runs when no candidate resolved and Sage did not act."""
+        if not self.fallback_when_unresolved:
+            return top or FALLBACK_ACTION
+        if view.ambiguous:
+            return FALLBACK_ACTION  # cancels the request; an option number would complete a refused action
+        # Never send a refused action: a harmless look keeps the episode going.
+        valid = view.result.valid_actions
+        return FALLBACK_ACTION if FALLBACK_ACTION in valid or not valid else valid[0]
+
+
+def refuse(candidate: Candidate, by: str) -> Candidate:
+    """``candidate`` refused by the hook ``by`` (no later hook may admit it again)."""
+    return replace(candidate, action=None, refused_by=by)

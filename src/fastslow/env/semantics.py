@@ -1,0 +1,325 @@
+"""ScienceWorld's semantics, defined once: what its actions and observations mean to every component.
+
+SwiftSage's arbitration and grounding (paper §3), AMM's salience gate and records (§3.1) and SRM's
+Gate-1, stagnation detector and Critic (§3.2) all read ScienceWorld text. They read it here, so one
+observation means the same thing to all of them. Stdlib only (no JVM adapter, py4j or scienceworld):
+everything is a pure function of strings, cheap to import and testable without the simulator.
+
+**Actions.** ``normalize`` is the canonical form Gate-1, the focus rules, the Critic and ``verb_of``
+compare in (lower case, no punctuation, no articles). ``clean`` is the lighter form SwiftSage's grounding
+matches in (quotes, case, spaces and trailing punctuation only): it keeps every word because "a" can be
+part of a name ("unknown substance a") and the baseline's exact/fuzzy grounding was measured with it.
+Both are cached: the controller builds a grounder over the ~1-3k valid actions at every step.
+
+**Feedback.** ``classify_feedback`` puts every observation in one ``Feedback`` class, first match wins:
+
+1. ``invalid``: ScienceWorld's parser knows no such action ("No known action matches that input.").
+2. ``ambiguous``: the input matched several objects; ScienceWorld lists numbered options and waits
+   for a number ("Ambiguous request: ..."; ``ambiguous_options`` parses them).
+3. ``cancelled``: the reply to an ambiguity prompt was not one of its numbers; ScienceWorld drops the
+   prompt and the reply ("Unknown action.  Type 'help' ...").
+4. ``failure``: a refusal, found by the failure markers (whole words, case-insensitive; "cannot" is
+   read as "can not"). ``DEFAULT_FAILURE_MARKERS`` are SwiftSage's ("can't", "not", "doesn't"); the run
+   configuration's ``env.failure_markers`` replaces them. Real refusals: "The table is not openable.",
+   "It's not clear how to read that.", "You can't pick up a gas directly.". A marker wins over rule 5:
+   "Mixing the contents of the bowl does not appear to produce anything new." is a failure.
+5. ``no_effect``: the action was understood and allowed but there was nothing to do ("The fridge is
+   already open.", "That container is empty, so there are no items to mix."). ScienceWorld 1.2.3 has no
+   "Nothing happens" message (none in scienceworld.jar); this class is what it says instead.
+6. ``ok``: anything else, including "You focus on the orange." when that focus failed the task: the
+   text says what happened, the score (``FAILURE_SCORE``) says whether it ended the task.
+
+Each consumer counts a fixed subset of these classes (the sets below). "Ambiguous request" is not a
+SwiftSage failure message (the controller answers it at the next step), but the stagnation detector
+counts it (an unexecuted step, as its invalid_loop always did); AMM's avoidance records are for
+``invalid`` actions only (an ambiguity or a refusal says nothing about the action elsewhere). A
+refusal such as "You cannot do that." (not a text ScienceWorld 1.2.3 emits) is a failure to
+escalation and stagnation alike, and no avoidance record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from functools import lru_cache
+
+# -- scores --------------------------------------------------------------------------------------------
+SUCCESS_SCORE = 100
+"""ScienceWorld's score of a completed task."""
+FAILURE_SCORE = -100
+"""ScienceWorld's score once the task has failed (e.g. a focus on the wrong object); the episode ends."""
+
+# -- places ----------------------------------------------------------------------------------------------
+ROOMS: tuple[str, ...] = (
+    "kitchen",
+    "bathroom",
+    "workshop",
+    "art studio",
+    "greenhouse",
+    "outside",
+    "bedroom",
+    "living room",
+    "foundry",
+    "hallway",
+)
+"""The ten locations of ScienceWorld's house and surroundings (``teleport to`` targets under "easy")."""
+NON_OBJECTS = frozenset({"inventory", "agent"})
+"""Names ScienceWorld's parser accepts as objects that no task is about (``focus on agent`` is valid)."""
+
+# -- verbs -----------------------------------------------------------------------------------------------
+FOCUS = "focus on"
+"""The irreversible action: focusing on the wrong object ends the task at ``FAILURE_SCORE``."""
+TELEPORT = "teleport to"
+NAVIGATION_VERBS = frozenset({TELEPORT, "go to"})
+"""Verbs that only change the agent's room."""
+_PARTICLES = frozenset({"up", "down", "at", "in", "to", "on", "around"})
+"""Second words that belong to the verb: "pick up", "look at", "look in", "go to", "focus on", ..."""
+ARGUMENT_JOINERS: tuple[str, ...] = (" into ", " in ", " to ", " on ", " from ")
+"""Words that join the two objects of an action ("move A to B"), in the order ``arguments`` tries them."""
+
+
+# -- stopwords -------------------------------------------------------------------------------------------
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _wordset("a an the of to in on into from and with is it that")
+"""Function words that name no object. Swift's hashed features drop exactly these: the packaged weights
+were trained with this set, so changing it changes every feature of every action."""
+RECORD_STOPWORDS = STOPWORDS | _wordset(
+    """are as at be by for has have here its or their then there these this was were which you your
+    called room see also contains containing nothing"""
+)
+"""AMM record search: words in nearly every ScienceWorld text, matching on them only costs search time."""
+DESCRIPTION_STOPWORDS = (STOPWORDS - {"into"}) | _wordset(
+    """your task at for or then first next when after before this these those its be are will which what
+    if than some any all each you can has have focus thing things object objects located around found
+    might near location complete completed done part way take actions cause change make until"""
+)
+"""Words of a task description that name no object (Gate-1's focus rule; "into" stays a content word
+there, as in the set the rule was checked with against 106 gold focus actions)."""
+
+# -- action text -----------------------------------------------------------------------------------------
+_ARTICLES = frozenset({"a", "an", "the"})
+# Punctuation a model adds around an action; hyphens stay ("green-blue paint"), so do digits.
+_PUNCT = re.compile(r"[\"'`.,;:!?()\[\]{}*]")
+_SPACES = re.compile(r"\s+")
+_QUOTES = re.compile(r"[`\"“”‘’*]")
+_TRAILING = re.compile(r"[\s.;:!,]+$")
+_EDGE_APOSTROPHES = re.compile(r"^'+|'+$")
+
+
+@lru_cache(maxsize=1 << 16)
+def normalize(action: str) -> str:
+    """Canonical form: lower case, no punctuation or articles, single spaces."""
+    text = _PUNCT.sub(" ", action.lower())
+    return " ".join(w for w in _SPACES.split(text) if w and w not in _ARTICLES)
+
+
+@lru_cache(maxsize=1 << 16)
+def clean(action: str) -> str:
+    """Lower-case, unquoted, single-spaced action text (no trailing punctuation); every word kept."""
+    text = _QUOTES.sub("", action).strip().lower()
+    text = _TRAILING.sub("", text)
+    text = _EDGE_APOSTROPHES.sub("", text)
+    return " ".join(text.split())
+
+
+def verb_of_normalized(norm: str) -> str:
+    """``verb_of`` for a string already in canonical form (Gate-1 indexes ~1-3k of them per step)."""
+    words = norm.split(" ", 2)
+    if len(words) >= 2 and words[1] in _PARTICLES:
+        return f"{words[0]} {words[1]}"
+    return words[0]
+
+
+@lru_cache(maxsize=1 << 16)
+def verb_of(action: str) -> str:
+    """The command word(s) of an action: "pick up", "look at", "teleport to", "focus on", "move", ...
+
+    For ScienceWorld's own action strings the verb is a prefix of the action (checked on the 28,960
+    distinct valid and gold actions of variation 0 of the 30 tasks), so ``action[len(verb):]`` is the rest.
+    """
+    return verb_of_normalized(normalize(action))
+
+
+def arguments(action: str) -> list[str]:
+    """The object phrases of an action: 'move A to B' -> [A, B], 'open door' -> [door], 'wait' -> []."""
+    verb = verb_of(action)
+    rest = action[len(verb) :].strip()
+    if not rest:
+        return []
+    for joiner in ARGUMENT_JOINERS:
+        if joiner in rest:
+            first, second = rest.split(joiner, 1)
+            return [first.strip(), second.strip()]
+    return [rest]
+
+
+# -- feedback --------------------------------------------------------------------------------------------
+NO_MATCH = "No known action matches that input."
+"""ScienceWorld's reply to an action its parser does not know."""
+AMBIGUOUS = "Ambiguous request"
+"""Start of ScienceWorld's question when an action matched several objects."""
+CANCELLED = "Unknown action."
+"""Start of ScienceWorld's reply when an ambiguity prompt was answered with anything but an option number."""
+DEFAULT_FAILURE_MARKERS: tuple[str, ...] = ("can't", "not", "doesn't")
+"""SwiftSage's failure-message words; ``env.failure_markers`` in the run configuration defaults to these."""
+
+
+class Feedback(StrEnum):
+    """What one observation says about the action that produced it (module docstring: the rules)."""
+
+    OK = "ok"
+    INVALID = "invalid"
+    AMBIGUOUS = "ambiguous"
+    CANCELLED = "cancelled"
+    FAILURE = "failure"
+    NO_EFFECT = "no_effect"
+
+
+SWIFTSAGE_FAILURES = frozenset({Feedback.INVALID, Feedback.FAILURE})
+"""SwiftSage's failure messages: escalation's failure streak, the buffer's failure limit, Sage's list."""
+STAGNATION_FAILURES = frozenset({Feedback.INVALID, Feedback.AMBIGUOUS, Feedback.FAILURE})
+"""Steps SRM's invalid_loop counts: input ScienceWorld did not execute, or refused."""
+AVOIDANCE_FEEDBACK = frozenset({Feedback.INVALID})
+"""Feedback AMM stores as an invalid-action avoidance record (and leaves out of a record's context)."""
+
+_NO_EFFECT = re.compile(r"\balready\b|\bnothing to\b|\bno items to\b", re.IGNORECASE)
+_CANNOT = re.compile(r"\bcannot\b")
+
+
+@lru_cache(maxsize=64)
+def _marker_pattern(markers: tuple[str, ...]) -> re.Pattern[str] | None:
+    if any(not m.strip() for m in markers):
+        # A blank marker would match between any two spaces and make every observation a failure.
+        raise ValueError(f"a failure marker must be a word, not blank: {markers!r}")
+    if not markers:
+        return None
+    words = "|".join(re.escape(m.strip().lower()) for m in markers)
+    return re.compile(rf"(?<![\w'])(?:{words})(?![\w'])")
+
+
+@lru_cache(maxsize=1 << 14)
+def _classify(observation: str, markers: tuple[str, ...]) -> Feedback:
+    if NO_MATCH in observation:
+        return Feedback.INVALID
+    head = observation.lstrip()
+    if head.startswith(AMBIGUOUS):
+        return Feedback.AMBIGUOUS
+    if head.startswith(CANCELLED):
+        return Feedback.CANCELLED
+    pattern = _marker_pattern(markers)
+    if pattern is not None and pattern.search(_CANNOT.sub("can not", observation.lower())):
+        return Feedback.FAILURE
+    if _NO_EFFECT.search(observation):
+        return Feedback.NO_EFFECT
+    return Feedback.OK
+
+
+def classify_feedback(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> Feedback:
+    """The ``Feedback`` class of ``observation``; ``markers`` decide what counts as a refusal.
+
+    Raises ``ValueError`` for a blank marker (the configuration refuses them before this)."""
+    return _classify(observation, tuple(markers))
+
+
+_OPTION = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
+# ScienceWorld's location of an option's object: "(in bowl, in counter, in kitchen)"; other parentheses stay.
+_LOCATION = re.compile(r"\s*\((?:in|on) [^()]*\)")
+
+
+def ambiguous_options(observation: str) -> list[str]:
+    """The options of an "Ambiguous request", in number order (answering ``i`` executes option ``i``);
+    [] for any other observation. An option keeps ScienceWorld's locations: "focus on orange (in
+    inventory, in agent, in kitchen)" (``strip_locations`` gives the action text)."""
+    if not observation.lstrip().startswith(AMBIGUOUS):
+        return []
+    options: dict[int, str] = {}
+    for line in observation.splitlines()[1:]:
+        match = _OPTION.match(line)
+        if match:
+            options.setdefault(int(match.group(1)), match.group(2))
+    return [options[i] for i in sorted(options)]
+
+
+def strip_locations(option: str) -> str:
+    """An ambiguity option without its "(in ...)" locations, wherever they stand: the action as typed
+    ("move orange (in bowl, in counter, in kitchen) to table (in kitchen)" -> "move orange to table")."""
+    return " ".join(_LOCATION.sub("", option).split())
+
+
+# -- focus -----------------------------------------------------------------------------------------------
+_QUALIFIERS = (" in ", " on ", " to ", " containing ")
+_CONFIRMED = re.compile(r"^\s*You focus on (?:the )?(.+?)\.?\s*$", re.DOTALL)
+# "<container> (containing <contents>)" in a look or inventory line; the name cannot cross the ".", ":"
+# or "," that separate the objects of a line ("a table. On the table is: a glass cup (containing ...)").
+_CONTAINS = re.compile(r"([^\n\t(),.:]+?) \(containing ([^()]*)\)")
+GENERIC_TARGETS = frozenset({"substance"})
+"""Focus heads that name a container's contents, not an object: "focus on substance in metal pot"."""
+
+
+def focus_target(action: str) -> str | None:
+    """X of a ``focus on X`` action, as written (None for any other action)."""
+    prefix = FOCUS + " "
+    return action[len(prefix) :].strip() if action.startswith(prefix) else None
+
+
+def focus_head(target: str) -> str:
+    """The object named by a focus target, in canonical form, without container/location qualifiers:
+    "water in metal pot" -> "water", "thermometer in inventory" -> "thermometer"."""
+    head = normalize(target)
+    for marker in _QUALIFIERS:
+        head = head.split(marker, 1)[0]
+    return head
+
+
+def focus_confirmed(observation: str) -> str | None:
+    """The object ScienceWorld says was focused on ("You focus on the water." -> "water"), else None."""
+    match = _CONFIRMED.match(observation)
+    return match.group(1) if match else None
+
+
+def resolve_focus_target(target: str, look: str, inventory: str = "") -> str:
+    """What a focus target denotes in the current state, in canonical form.
+
+    Usually the head (``focus_head``). A generic head with a container ("substance in metal pot") is
+    resolved to the container's single content as the look or inventory lists it ("a metal pot
+    (containing a substance called water)" -> "water"): ScienceWorld then confirms "You focus on the
+    water." A container that is not listed, holds nothing or several things, or nests parentheses
+    leaves the head unresolved ("substance")."""
+    head = focus_head(target)
+    if head not in GENERIC_TARGETS:
+        return head
+    rest = normalize(target)[len(head) :]
+    container = ""
+    for marker in (" in ", " on "):
+        if rest.startswith(marker):
+            container = rest[len(marker) :].split(" in ", 1)[0].split(" on ", 1)[0]
+    if not container:
+        return head
+    for match in _CONTAINS.finditer(f"{look}\n{inventory}"):
+        if normalize(match.group(1)) != container:
+            continue
+        items = [normalize(i) for i in match.group(2).split(",") if i.strip()]
+        if len(items) != 1 or items[0] == "nothing":
+            return head
+        return items[0].removeprefix("substance called ")
+    return head
+
+
+def teleport_targets(valid_actions: Sequence[str]) -> set[str]:
+    """Rooms the valid actions can teleport to (under "easy": every room)."""
+    prefix = TELEPORT + " "
+    return {a[len(prefix) :] for a in valid_actions if a.startswith(prefix)}
+
+
+def known_rooms(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
+    """Room names the agent can know of now: teleport targets and rooms visited."""
+    return teleport_targets(valid_actions) | set(visited)
+
+
+def places(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
+    """Names that are never a focus target: known rooms, the agent and the inventory."""
+    return known_rooms(valid_actions, visited) | NON_OBJECTS

@@ -1,0 +1,268 @@
+"""``metrics.json`` as a versioned, typed record (paper §4-5 and Appendices C-E: what a run measured).
+
+``eval.metrics.run_metrics`` computes a run's metrics from its event logs only and returns a
+``RunMetrics``; ``fastslow eval`` writes it as ``DIR/metrics.json`` and ``fastslow report`` reads it back
+with ``read_run_metrics``, which validates it, so a report never tables a file it misreads.
+inspect_ai's ``EvalLog`` is the model: a versioned pydantic record with a reader that refuses what it
+cannot interpret. A metrics.json written before the format was versioned (no ``format_version``), by a
+newer fastslow, or by something else is refused with one line (``UsageError``).
+
+The JSON field names and values are those fastslow has always written (the README and the tests read
+them); the model adds ``format_version`` in front and otherwise dumps the same JSON, key order included.
+Counters keyed by open-ended codes (Gate-1 drop reasons, repair rules, fallback reasons) stay
+dictionaries; fixed key sets (AMM tags, triggers, targets) are sub-models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
+
+from fastslow.errors import UsageError
+from fastslow.events import EndState, GateOutcome
+from fastslow.vocab import StagnationPattern
+
+METRICS_FORMAT = 2
+"""Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``)."""
+METRICS_FILE = "metrics.json"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
+
+
+# -- scores --------------------------------------------------------------------------------------------
+
+
+class TaskMetrics(_Record):
+    """One task: its episodes' means (-100 counted as 0) and counts."""
+
+    name: str
+    group: str
+    """short, medium or long (by mean gold-path length of the task's test episodes)."""
+    episodes: int
+    mean_score: float | None
+    success_rate: float | None
+    steps_at_success: float | None
+    """Mean env steps of the successful episodes; None without any."""
+    failures: int
+    """Episodes that ended at -100."""
+
+
+class GroupMetrics(_Record):
+    """Short / Medium / Long: macro means over the group's tasks."""
+
+    tasks: list[int]
+    episodes: int
+    mean_score: float | None
+    success_rate: float | None
+    steps_at_success: float | None
+
+
+class Ci95(_Record):
+    """Seeded 95% bootstrap intervals of the headline means; both absent (``{}``) when every task has one
+    episode (nothing to resample)."""
+
+    mean_score: tuple[float, float] | None = None
+    success_rate: tuple[float, float] | None = None
+
+    @model_serializer(mode="wrap")
+    def _absent_not_null(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class SeedRow(_Record):
+    episodes: int
+    mean_score: float | None
+    success_rate: float | None
+
+
+class Spread(_Record):
+    """Mean and sample standard deviation over seeds (std None with a single seed)."""
+
+    mean: float | None
+    std: float | None
+
+
+class SeedSpread(_Record):
+    """``--seeds`` runs: each seed's headline means, and their spread."""
+
+    seeds: list[int]
+    per_seed: dict[str, SeedRow]
+    """By seed, as a string key (JSON object keys are strings)."""
+    mean_score: Spread
+    success_rate: Spread
+
+
+class EpisodeResult(_Record):
+    """One finished episode, as its log's ``episode_start`` and ``episode_end`` say."""
+
+    episode_id: str
+    task_id: int
+    variation: int
+    end: EndState
+    final_score: int
+    steps: int
+    wall_s: float
+    error: str | None
+    seed: int | None = None
+
+
+# -- usage and mechanisms ------------------------------------------------------------------------------
+
+
+class Usage(_Record):
+    """Controller counters and cost proxies (paper Appendix E), pooled over finished episodes."""
+
+    episodes: int
+    env_steps: int
+    swift_step_share: float | None
+    buffer_step_share: float | None
+    system2_calls_per_episode: float | None
+    llm_tokens_per_action: float | None
+    llm_seconds_per_episode: float | None
+    model_calls: int
+    model_call_errors: int
+    model_call_errors_by_role: dict[str, int]
+    wall_s_per_episode: float | None
+
+
+class PerTag(_Record):
+    success: float | None
+    near_miss: float | None = Field(alias="near-miss")
+    avoidance: float | None
+
+
+class PerTrigger(_Record):
+    T1: float | None
+    T2: float | None
+    T3: float | None
+    T4: float | None
+
+
+class PerTarget(_Record):
+    swift: float | None
+    sage: float | None
+    critic: float | None
+
+
+class MemoryMetrics(_Record):
+    """AMM activity per episode (paper Appendix D)."""
+
+    episodes: int
+    writes_per_episode: float | None
+    writes_by_tag_per_episode: PerTag
+    triggers_per_episode: PerTrigger
+    injections_per_episode: PerTarget
+    fallbacks_per_episode: float | None
+    store_errors: int
+    """Fallbacks caused by a failing store (``store_error``), in total: a broken store, not a quiet one."""
+
+
+class SrmMetrics(_Record):
+    """SRM activity (paper §3.2): pooled counts and per-episode means."""
+
+    episodes: int
+    gate_outcomes: dict[GateOutcome, int]
+    gate_drops_by_reason: dict[str, int]
+    gate_repairs_by_rule: dict[str, int]
+    stagnation_by_pattern: dict[StagnationPattern, int]
+    critic_calls: int
+    critic_effective_calls: int
+    gate_drops_per_episode: float | None
+    gate_repairs_per_episode: float | None
+    stagnation_reports_per_episode: float | None
+    critic_calls_per_episode: float | None
+    critic_effective_calls_per_episode: float | None
+
+
+class Mechanisms(_Record):
+    memory: MemoryMetrics
+    srm: SrmMetrics
+
+
+# -- the file ------------------------------------------------------------------------------------------
+
+
+class RunMetrics(_Record):
+    """``metrics.json``: a run's metrics, computed from its event logs only (``eval.metrics``)."""
+
+    format_version: int = METRICS_FORMAT
+    """Version of this record; bumped when a field changes meaning or shape."""
+    episodes: int
+    tasks: int
+    mean_score: float | None
+    """Macro mean over tasks of each task's mean final score, -100 counted as 0."""
+    mean_score_raw: float | None
+    """The same with -100 kept."""
+    success_rate: float | None
+    """Macro mean over tasks of the success rate (final score 100)."""
+    success_rate_micro: float | None
+    """Success rate over episodes."""
+    steps_at_success: float | None
+    ci95: Ci95
+    failures: int
+    errors: int
+    """Episodes the environment broke (``EndState.ERROR``)."""
+    end_states: dict[EndState, int]
+    wall_s_per_episode: float | None
+    seeds: SeedSpread | None = None
+    """Only with seeded episodes (``--seeds``); absent from the JSON otherwise."""
+    per_group: dict[str, GroupMetrics]
+    per_task: dict[str, TaskMetrics]
+    """By task id, as a string key."""
+    episode_results: list[EpisodeResult]
+    usage: Usage
+    mechanisms: Mechanisms
+
+    @model_serializer(mode="wrap")
+    def _seeds_only_when_seeded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.seeds is None:
+            data.pop("seeds", None)
+        return data
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object metrics.json holds (field names as written, e.g. ``near-miss``)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def read_run_metrics(run_dir: Path) -> RunMetrics:
+    """``DIR/metrics.json`` validated as a ``RunMetrics``; ``UsageError`` (one line) when there is none or
+    it is not one this fastslow can read."""
+    path = run_dir / METRICS_FILE
+    if not path.is_file():
+        raise UsageError(f"{run_dir} is not a finished run (no {METRICS_FILE})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} is not a fastslow metrics file (not a JSON object)")
+    version = data.get("format_version")
+    if version is None:
+        what = "an older fastslow (unversioned)" if "per_task" in data else "something other than fastslow"
+        raise UsageError(
+            f"{path} was written by {what}: no format_version; this fastslow reads format "
+            f"{METRICS_FORMAT} (rerun the eval into a new --out to report it)"
+        )
+    if version != METRICS_FORMAT:
+        raise UsageError(
+            f"{path} has metrics format {version!r}; this fastslow reads format {METRICS_FORMAT}"
+        )
+    try:
+        return RunMetrics.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise UsageError(f"{path} is not a valid metrics record ({where}: {err['msg']})") from None

@@ -1,0 +1,68 @@
+"""Fixed vocabularies of the event log: the names the paper's mechanisms write into it (paper §3, §3.1,
+§3.2, Appendices D-E).
+
+They live at the bottom layer, below ``events`` and every module that emits events, so that the event
+schema can validate them without importing the controller, memory or reflection packages; those
+packages take their names from here. A log line whose value is outside its vocabulary does not parse
+(``events.iter_events`` raises ``CorruptLogError`` naming the file and line), and a misspelt name in
+code fails where the event is built instead of silently starting a new counter in metrics.json.
+
+The tuples keep each vocabulary's order where the order means something (the stagnation patterns'
+priority); ``typing.get_args`` of the Literal gives the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+EscalationRule = Literal["invalid_action", "failure_messages", "focus_before_sage", "no_progress"]
+"""SwiftSage's arbitration rules that send a timestep to Sage (paper §3; ``controller.escalation.Rule``)."""
+ESCALATION_RULES: tuple[EscalationRule, ...] = get_args(EscalationRule)
+
+EscalationBlock = Literal["cooldown", "consecutive_sage"]
+"""Why Sage was not called although a rule fired (``controller.escalation.Block``)."""
+ESCALATION_BLOCKS: tuple[EscalationBlock, ...] = get_args(EscalationBlock)
+
+StagnationPattern = Literal[
+    "invalid_loop", "repeated_action", "repeated_observation", "verb_loop", "navigation_loop"
+]
+"""SRM stagnation detector patterns (paper §3.2), main pattern first when several fire at once
+(``reflection.stagnation.PATTERNS``)."""
+STAGNATION_PATTERNS: tuple[StagnationPattern, ...] = get_args(StagnationPattern)
+
+CriticKind = Literal["llm", "rules"]
+"""The SRM Critic's backends (paper §3.2: the LLM Critic; the fast pathway's deterministic rules)."""
+CRITIC_KINDS: tuple[CriticKind, ...] = get_args(CriticKind)
+
+CriticEffectReason = Literal["score_increase", "no_progress_in_window", "no_actions", "episode_end"]
+"""How a Critic call's effect was decided (``reflection.critic``)."""
+CRITIC_EFFECT_REASONS: tuple[CriticEffectReason, ...] = get_args(CriticEffectReason)
+
+MemoryTrigger = Literal["T1", "T2", "T3", "T4"]
+"""AMM retrieval triggers (paper §3.1): T1 Swift failure, T2 stagnation, T3 repeated invalid action,
+T4 Sage planning."""
+MEMORY_TRIGGERS: tuple[MemoryTrigger, ...] = get_args(MemoryTrigger)
+
+MemoryTag = Literal["success", "near-miss", "avoidance"]
+"""What an AMM record says about its transition (paper §3.1, App. D; ``memory.records.Tag``)."""
+MEMORY_TAGS: tuple[MemoryTag, ...] = get_args(MemoryTag)
+
+MemoryTarget = Literal["swift", "sage", "critic"]
+"""Models a memory block can be injected into (paper §3.1; ``memory.injection.Audience``)."""
+MEMORY_TARGETS: tuple[MemoryTarget, ...] = get_args(MemoryTarget)
+
+FallbackTrigger = Literal["T1", "T2", "T3", "T4", "write"]
+"""What an AMM fallback interrupted: a trigger's retrieval or injection, or the write hook."""
+FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = get_args(FallbackTrigger)
+
+FallbackTarget = Literal["swift", "sage", "critic", "store", "cache"]
+"""Where an AMM fallback left the baseline input unchanged: a model's input, the store (a failed write),
+or the T2/T3 cache kept for the Critic (a failed retrieval)."""
+FALLBACK_TARGETS: tuple[FallbackTarget, ...] = get_args(FallbackTarget)
+
+ModelRole = Literal[
+    "sage_plan", "sage_ground", "critic", "bench", "bench_warmup", "bench_prompt", "bench_gen"
+]
+"""Why a language model was called: Sage's two stages (paper §3), the LLM Critic (§3.2), and
+``fastslow bench llm``'s calls."""
+MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
