@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (see README):
 #   make demo   - create .venv, install fastslow + the embedded LLM, run the full system on 2 episodes + report
-#   make test   - same install plus dev tools, then ruff, mypy and pytest (what .ci/run calls)
+#   make test   - same install plus dev tools, then ruff, mypy, import-linter and pytest (what .ci/run calls)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -56,6 +56,7 @@ lint: install-dev
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/ruff format --check src tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test: lint
 	$(VENV)/bin/pytest -q -m "not slow"

@@ -56,7 +56,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def env() -> Iterator[ScienceWorldAdapter]:
-    adapter = ScienceWorldAdapter(simplification="easy", step_limit=300)
+    adapter = ScienceWorldAdapter(simplification="easy")
     yield adapter
     adapter.close()
 

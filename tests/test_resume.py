@@ -13,8 +13,9 @@ from pathlib import Path
 
 from fastslow.agents import Decision, OracleAgent
 from fastslow.config import load_config
+from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.eval.executors import _Worker
 from fastslow.events import EndState, EpisodeEnd, EpisodeStart, read_events

@@ -20,9 +20,9 @@ import fastslow.controller.sage as sage_mod
 import fastslow.memory.injection as injection_mod
 import fastslow.reflection.critic as critic_mod
 import fastslow.swift.t5 as t5_mod
-from fastslow.agents.state import Trajectory
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import StagnationReport
 from fastslow.memory.injection import format_memory_block

@@ -363,7 +363,9 @@ def data_tasks(
     from fastslow.env import tasks as tasks_mod
 
     target = out or Path(tasks_mod.__file__).parent / "data" / tasks_mod.TASKS_FILE
-    table = tasks_mod.build_task_table(lambda i, name: console.print(f"task {i:2d} {name}"))
+    from fastslow.env.tasktable import build_task_table
+
+    table = build_task_table(lambda i, name: console.print(f"task {i:2d} {name}"))
     target.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
 

@@ -22,6 +22,7 @@ from fastslow.memory.config import AmmConfig
 from fastslow.models.config import ModelConfig
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.strict import StrictModel
+from fastslow.swift.config import SwiftConfig
 
 SCIENCEWORLD_SIMPLIFICATIONS: tuple[str, ...] = (
     "teleportAction",
@@ -85,32 +86,6 @@ class AgentConfig(StrictModel):
     """oracle = replay ScienceWorld's gold action sequence (an upper bound and a harness check);
     swiftsage = SwiftSage's fast/slow controller (the paper's baseline; ``controller:`` section), which
     also plays Swift alone (``controller.sage_enabled: false``, e.g. swift-only)."""
-
-
-class SwiftConfig(StrictModel):
-    """Swift, the fast proposer (paper §3; SwiftSage's Flan-T5 policy, or the embedded imitation model)."""
-
-    backend: Literal["imitation", "t5"] = "imitation"
-    """imitation = embedded CPU ranker shipped in the package; t5 = a local Flan-T5 seq2seq checkpoint."""
-    model_path: str | None = None
-    """imitation: weights file (.npz) from `fastslow train swift`; default: the packaged model.
-    t5: directory of a seq2seq checkpoint (required)."""
-    top_k: int = Field(default=5, ge=1)
-    """Ranked candidates returned per decision (SwiftSage keeps the top 5 beams)."""
-    min_confidence: float = Field(default=0.1, ge=0, le=1)
-    """Below this top-candidate confidence Swift counts as failed for the controller."""
-    num_beams: int = Field(default=5, ge=1)
-    """t5: beams for beam search (SwiftSage: 5)."""
-    max_new_tokens: int = Field(default=16, ge=1)
-    """t5: longest generated action in tokens (SwiftSage: 16)."""
-    rerank_pool: int = Field(default=50, ge=1)
-    """With the safety policy (``controller.swift_policy``): top candidates it re-scores before acting."""
-    repeat_penalty: float = Field(default=6.0, ge=0, allow_inf_nan=False)
-    """Safety policy: score penalty per execution of the same action in the last `loop_window` steps."""
-    loop_window: int = Field(default=10, ge=1)
-    """Safety policy: how many recent steps the loop penalty looks at."""
-    focus_rule: bool = True
-    """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""
 
 
 class SageConfig(StrictModel):

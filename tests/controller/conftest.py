@@ -42,10 +42,7 @@ def play(env: ScienceWorldAdapter) -> Callable[..., Run]:
         )
         agent = build_swiftsage(config, swift=swift, sage_model=model)
         sink = ListSink()
-        try:
-            outcome = run_episode(env, agent, Episode(task, variation), config, sink)
-        finally:
-            env.step_limit = 300
+        outcome = run_episode(env, agent, Episode(task, variation), config, sink)
         run = Run(outcome, sink.events, agent, model)
         run.steps = run.of("env_step")
         return run

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastslow.agents.state import Trajectory
 from fastslow.controller.controller import SwiftSageAgent
+from fastslow.core.trajectory import Trajectory
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import Event
 from fastslow.models.base import Message

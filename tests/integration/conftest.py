@@ -54,7 +54,6 @@ def play_modules(env: ScienceWorldAdapter, tmp_path: Path) -> Callable[..., Run]
         try:
             outcome = run_episode(env, agent, Episode(task, variation), config, sink)
         finally:
-            env.step_limit = 300
             if store is not None:
                 store.close()
         run = Run(outcome, sink.events, agent, model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.memory.records import MemoryRecord
 from fastslow.swift.base import Candidate, MemoryHint, Proposal
 

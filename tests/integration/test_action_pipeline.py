@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controller.helpers import Run, ScriptedSwift, sage_replies
-
-from fastslow.agents.state import Trajectory
 from fastslow.build import build_swiftsage
 from fastslow.config import load_config
 from fastslow.controller.resolver import options_by_number
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, GateOutcome, ListSink

@@ -9,7 +9,7 @@ from typing import TypeVar
 import pytest
 from amm_helpers import play, start
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, InjectionConfig

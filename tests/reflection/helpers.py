@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fastslow.agents.state import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
+from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 
 

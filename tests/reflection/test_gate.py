@@ -7,10 +7,10 @@ import random
 
 import pytest
 
+from fastslow.env.semantics import normalize
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
-from fastslow.env.semantics import normalize
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 from reflection.helpers import State
 

@@ -4,7 +4,7 @@ that must not look stuck."""
 
 from __future__ import annotations
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fastslow.agents.state import Trajectory
 from fastslow.bench.swift import bench_swift
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
 from fastslow.events import EndState
 from fastslow.swift.policy import SafetyPolicy
 

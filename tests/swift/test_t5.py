@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows

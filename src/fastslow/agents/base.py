@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
 from fastslow.env.tasks import TaskInfo
 from fastslow.errors import FastslowError
 from fastslow.events import EventSink

@@ -8,7 +8,7 @@ metrics end to end before any model is involved.
 from __future__ import annotations
 
 from fastslow.agents.base import Decision, EarlyStop, EpisodeContext
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
 
 
 class OracleAgent:

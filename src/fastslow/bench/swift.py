@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.base import Proposer

@@ -23,14 +23,14 @@ import logging
 from collections.abc import Callable, Sequence
 
 from fastslow.agents.base import Decision, EarlyStop, EpisodeContext
-from fastslow.agents.state import Trajectory, Turn
 from fastslow.controller.buffer import ActionBuffer, Buffered
 from fastslow.controller.config import ControllerConfig
 from fastslow.controller.escalation import Arbiter, Rule, is_failure
 from fastslow.controller.hooks import LoopHook, Modules, ProposalTurn, StepDone
 from fastslow.controller.resolver import Resolver, StepView
 from fastslow.controller.sage import Planner, PlanRequest
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import (
     BufferClear,

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from fastslow.agents.state import Trajectory
 from fastslow.controller.resolver import Candidate, StepView, refuse
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink
 from fastslow.memory.config import AmmConfig

@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastslow.agents.state import Trajectory
 from fastslow.controller.grounding import Grounder
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import ambiguous_options, strip_locations
 
 FALLBACK_ACTION = "look around"

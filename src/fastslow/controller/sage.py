@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastslow.agents.state import Trajectory, Turn
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.grounding import Grounder
 from fastslow.controller.parsing import ParsedAction, parse_actions
+from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
 from fastslow.models import ChatModel, Message, call_model

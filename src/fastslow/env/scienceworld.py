@@ -31,42 +31,18 @@ import os
 import shutil
 import subprocess
 import tempfile
-import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastslow.core.step import StepResult as StepResult  # the core type, re-exported
 from fastslow.env.semantics import SUCCESS_SCORE as SUCCESS_SCORE  # one definition, re-exported
 from fastslow.env.tasks import TaskInfo, get_task
 from fastslow.errors import EnvError
 from fastslow.events import EndState
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """Everything the agent sees after ``reset`` or ``step``."""
-
-    observation: str
-    score: int
-    """Current score, 0-100; -100 once the task has failed."""
-    reward: int
-    """Score change caused by this step."""
-    moves: int
-    """ScienceWorld's move counter."""
-    steps: int
-    """Env steps taken in this episode (``reset`` is step 0)."""
-    look: str
-    inventory: str
-    task_description: str
-    valid_actions: tuple[str, ...]
-    end: EndState
-
-    @property
-    def done(self) -> bool:
-        return self.end is not EndState.RUNNING
 
 
 def _jar_path() -> str:
@@ -268,18 +244,7 @@ class ScienceWorldAdapter:
         simplification: str = "easy",
         jvm_timeout_s: float = 120.0,
         java_helper: bool = True,
-        *,
-        step_limit: int | None = None,
     ):
-        if step_limit is not None:
-            # Transitional: the limit moved to env.wrappers.TimeLimit; callers still passing it (gold-path
-            # replays, whose paths are far shorter than their limit) keep working and are told to wrap.
-            warnings.warn(
-                "ScienceWorldAdapter(step_limit=...) is ignored: wrap the adapter in "
-                "fastslow.env.wrappers.TimeLimit(env, max_steps)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
         self.simplification = simplification
         self.java_helper = java_helper
         self.jvm_timeout_s = jvm_timeout_s

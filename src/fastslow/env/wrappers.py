@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
 from fastslow.events import EndState
 
 

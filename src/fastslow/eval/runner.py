@@ -18,8 +18,8 @@ from pathlib import Path
 
 from fastslow.agents import Agent, EarlyStop, EpisodeContext
 from fastslow.config import RunConfig
+from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import StepResult
 from fastslow.env.tasks import get_task
 from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError

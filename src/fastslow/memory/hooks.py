@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fastslow.agents.state import Trajectory
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block

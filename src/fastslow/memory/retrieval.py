@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.events import EventSink, MemoryRetrieval, MemoryTrigger
 from fastslow.memory.config import RetrievalConfig
 from fastslow.memory.records import MemoryRecord, inventory_summary

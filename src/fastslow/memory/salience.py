@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fastslow.agents.state import Trajectory, room_of
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory, room_of
 from fastslow.env.semantics import AVOIDANCE_FEEDBACK, FAILURE_SCORE, SUCCESS_SCORE, classify_feedback
 from fastslow.env.tasks import get_task
 from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite

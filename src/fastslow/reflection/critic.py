@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import focus_target, known_rooms, verb_of
 from fastslow.errors import ModelError
 from fastslow.events import CriticCall, CriticEffect, EventSink, ListSink, StagnationReport

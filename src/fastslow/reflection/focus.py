@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import DESCRIPTION_STOPWORDS, focus_confirmed, focus_target
 
 # Re-exported for Gate-1 (reflection/gate.py), which imports it from here.

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
-from fastslow.agents.state import Trajectory
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
+from fastslow.env.semantics import FOCUS, focus_head, normalize, places, verb_of_normalized
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
-from fastslow.env.semantics import FOCUS, focus_head, normalize, places, verb_of_normalized
 from fastslow.reflection.focus import focus_limit_for, focus_target_allowed, focused_targets
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 

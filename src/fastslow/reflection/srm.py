@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fastslow.agents.state import Trajectory
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink, StagnationReport
 from fastslow.models import ChatModel

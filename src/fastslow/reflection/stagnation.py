@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fastslow.agents.state import Trajectory, Turn, room_of
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory, Turn, room_of
 from fastslow.env.semantics import (
     DEFAULT_FAILURE_MARKERS,
     NAVIGATION_VERBS,

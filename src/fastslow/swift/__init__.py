@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fastslow.config import SwiftConfig
 from fastslow.errors import UsageError
 from fastslow.swift.base import Candidate, MemoryHint, Proposal, Proposer
-from fastslow.swift.policy import SafetyPolicy
+from fastslow.swift.config import SwiftConfig
+
+if TYPE_CHECKING:  # the policy pulls in numpy and the feature code: loaded when a policy is made
+    from fastslow.swift.policy import SafetyPolicy
 
 
 def make_proposer(config: SwiftConfig, top_k: int | None = None) -> Proposer:
@@ -41,6 +44,8 @@ def check_swift(config: SwiftConfig) -> None:
 
 def make_policy(config: SwiftConfig) -> SafetyPolicy:
     """The safety policy of a Swift-only agent, with the focus targets learnt by the imitation model."""
+    from fastslow.swift.policy import SafetyPolicy
+
     focus: dict[str, set[str]] = {}
     try:
         from fastslow.swift.imitation import SwiftWeights
@@ -62,7 +67,6 @@ __all__ = [
     "MemoryHint",
     "Proposal",
     "Proposer",
-    "SafetyPolicy",
     "check_swift",
     "make_policy",
     "make_proposer",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 
 
 class MemoryHint(Protocol):

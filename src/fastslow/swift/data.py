@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastslow.agents.state import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Trajectory
+from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import Split, all_tasks, get_task
+from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError, UsageError
 
 MANIFEST = "manifest.json"
@@ -111,9 +113,7 @@ def example(traj: Trajectory, gold: str | None, label: str | None) -> dict[str, 
     }
 
 
-def _replay(
-    env: ScienceWorldAdapter, task_id: int, variation: int, path: Sequence[str]
-) -> list[dict[str, Any]] | None:
+def _replay(env: Env, task_id: int, variation: int, path: Sequence[str]) -> list[dict[str, Any]] | None:
     """Replay ``path``; the rows if it reaches score 100, else None."""
     info = get_task(task_id)
     first = env.reset(task_id, variation)
@@ -129,9 +129,7 @@ def _replay(
     return rows if result.score >= SUCCESS_SCORE else None
 
 
-def replay_episode(
-    env: ScienceWorldAdapter, task_id: int, variation: int
-) -> tuple[list[dict[str, Any]], bool]:
+def replay_episode(env: Env, task_id: int, variation: int) -> tuple[list[dict[str, Any]], bool]:
     """Rows of one gold episode and whether the easy-rewritten path was used."""
     env.reset(task_id, variation, gold=True)
     gold = list(env.gold_actions)
@@ -161,14 +159,14 @@ def episode_file(out: Path, task_id: int, variation: int) -> Path:
     return out / f"{task_id:02d}-{variation:04d}.jsonl.gz"
 
 
-_WORKER_ENV: ScienceWorldAdapter | None = None
+_WORKER_ENV: TimeLimit | None = None
 
 
 def _work(out: str, task_id: int, variation: int, simplification: str) -> tuple[int, int, int, bool]:
     """Worker: replay one episode with this process's own JVM and write its file atomically."""
     global _WORKER_ENV
     if _WORKER_ENV is None:
-        _WORKER_ENV = ScienceWorldAdapter(simplification=simplification, step_limit=REPLAY_STEP_LIMIT)
+        _WORKER_ENV = TimeLimit(ScienceWorldAdapter(simplification=simplification), REPLAY_STEP_LIMIT)
     try:
         rows, rewritten = replay_episode(_WORKER_ENV, task_id, variation)
     except EnvError:

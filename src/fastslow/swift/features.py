@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from fastslow.agents.state import Trajectory, room_of
+from fastslow.core.trajectory import Trajectory, room_of
 from fastslow.env.semantics import ARGUMENT_JOINERS, NAVIGATION_VERBS, STOPWORDS
 from fastslow.env.semantics import arguments as arguments  # re-exported: swift/train.py, swift/policy.py
 from fastslow.env.semantics import verb_of as verb_of  # re-exported: swift/train.py

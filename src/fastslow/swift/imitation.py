@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
 from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.features import (

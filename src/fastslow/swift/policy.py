@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
 from fastslow.swift.features import FloatArray, arguments, words
 
 _EXEMPT_PREFIXES = ("wait",)

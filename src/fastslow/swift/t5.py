@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastslow.agents.state import Trajectory
+from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
 from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.data import HISTORY_TURNS, match_valid, read_rows

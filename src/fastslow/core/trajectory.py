@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fastslow.env.scienceworld import StepResult
+from fastslow.core.step import StepResult
 
 _ROOM = re.compile(r"This room is called the ([^.]+)\.")
 
