@@ -1,0 +1,63 @@
+"""ScienceWorld's config section (paper §4: the environment settings of the evaluation), owned by ``env``
+and composed into ``RunConfig`` by ``fastslow.config``."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
+from fastslow.strict import StrictModel
+
+SCIENCEWORLD_SIMPLIFICATIONS: tuple[str, ...] = (
+    "teleportAction",
+    "selfWateringFlowerPots",
+    "openContainers",
+    "openDoors",
+    "noElectricalAction",
+)
+"""ScienceWorld's simplification labels: ``SimplifierProcessor.getPossibleSimplifications()`` in the
+simulator (scienceworld.jar, ``scienceworld/runtime/SimplifierProcessor.scala``), listed in the Python
+wrapper's ``ScienceWorldEnv.get_possible_simplifications``. Kept here so a config is checked without
+starting a JVM; tests/test_config.py compares it with the running simulator's list."""
+SIMPLIFICATION_PRESETS: tuple[str, ...] = ("easy",)
+"""Names the wrapper's ``ScienceWorldEnv.load`` accepts besides the labels: easy = all of them."""
+
+
+class EnvConfig(StrictModel):
+    """ScienceWorld settings (paper §4; SwiftSage's evaluation setup)."""
+
+    simplification: str = "easy"
+    """Comma-separated ScienceWorld simplifications, no spaces ("" = none); "easy" = teleport, open
+    doors/containers, self-watering pots, no electrical actions outside electrical tasks."""
+    step_limit: int = Field(default=300, ge=1)
+    """Maximum env steps per episode (SwiftSage used 300; its baselines 100)."""
+    jvm_timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    """A single JVM call taking longer than this ends the episode with a typed error instead of hanging."""
+    failure_markers: list[str] = list(DEFAULT_FAILURE_MARKERS)
+    """Words that make an observation a refusal (``Feedback.failure``; whole words, case-insensitive):
+    one set for SwiftSage's failure messages, SRM's invalid loop and everything else that classifies
+    ScienceWorld's feedback (``fastslow.env.semantics``). "No known action matches that input." is
+    invalid input whatever the markers."""
+
+    @field_validator("failure_markers")
+    @classmethod
+    def _words(cls, value: list[str]) -> list[str]:
+        # A blank marker would match between any two spaces and make every observation a failure.
+        blank = [i for i, marker in enumerate(value) if not marker.strip()]
+        if blank:
+            raise ValueError(f"a failure marker must be a word, not blank (item {blank[0]})")
+        return value
+
+    @field_validator("simplification")
+    @classmethod
+    def _known_simplifications(cls, value: str) -> str:
+        # Our adapter calls the simulator's load directly, which skips the wrapper's check: an unknown
+        # label would load a broken game and score -100 at step 0 instead of failing here.
+        known = (*SIMPLIFICATION_PRESETS, *SCIENCEWORLD_SIMPLIFICATIONS)
+        unknown = [name for name in value.split(",") if name and name not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown simplification {', '.join(map(repr, unknown))}; ScienceWorld knows "
+                f"{', '.join(known)} (comma-separated, no spaces; '' = none)"
+            )
+        return value
