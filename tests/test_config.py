@@ -225,3 +225,29 @@ def test_cli_rejects_bad_env_values_before_writing(
     assert len(err.strip().splitlines()) == 1, err
     assert key in err and err.startswith("error: ")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["swift.num_beams=3"], "num_beams is used only by backend t5"),
+        (["swift.max_new_tokens=8"], "max_new_tokens is used only by backend t5"),
+        (["amm.dsn=postgresql://u:hunter2@db/amm"], "amm.dsn is used only by store postgres"),
+        (["amm.table=other"], "amm.table is used only by store postgres"),
+        (["amm.store=postgres", "amm.path=x.sqlite"], "amm.path is used only by store sqlite"),
+    ],
+)
+def test_a_setting_the_chosen_backend_does_not_use_is_refused(overrides: list[str], message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        load_config("swift-amm", overrides)
+    text = str(info.value)
+    assert message in text and "\n" not in text
+    assert "hunter2" not in text  # a section's input (which may hold a DSN) is not echoed back
+
+
+def test_the_settings_of_the_chosen_backend_are_accepted() -> None:
+    assert load_config("paper").swift.num_beams == 5  # t5: its beam settings are its own
+    cfg = load_config("swift-amm", ["amm.store=postgres", "amm.dsn=postgresql://db/amm", "amm.table=t2"])
+    assert cfg.amm.table == "t2"
+    # a config read back from its own dump stays valid (the workers re-validate what they are sent)
+    assert type(cfg).model_validate_json(cfg.model_dump_json(context={"secrets": True})) == cfg

@@ -170,7 +170,9 @@ def _format_validation_error(source: str, exc: ValidationError) -> str:
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         return f"config {source}: unknown key '{loc}'"
-    return f"config {source}: {loc}: {err['msg']} (got {err.get('input')!r})"
+    got = err.get("input")
+    # A whole section as input says nothing the message does not, and may hold a DSN password.
+    return f"config {source}: {loc}: {err['msg']}" + ("" if isinstance(got, dict) else f" (got {got!r})")
 
 
 def load_config(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:

@@ -74,14 +74,17 @@ def test_every_dump_redacts_the_dsn_unless_asked_for_secrets() -> None:
 )
 def test_table_must_be_an_sql_identifier(table: str) -> None:
     with pytest.raises(ValidationError, match="lower-case SQL identifier"):
-        AmmConfig(table=table)
-    assert AmmConfig(table="amm_memories_2").table == "amm_memories_2"
+        AmmConfig(store="postgres", table=table)
+    assert AmmConfig(store="postgres", table="amm_memories_2").table == "amm_memories_2"
 
 
 def test_password_env_is_a_variable_name() -> None:
     with pytest.raises(ValidationError, match="name of an environment variable"):
-        AmmConfig(password_env=f"password={SECRET}")
-    assert AmmConfig(password_env="FASTSLOW_PG_PASSWORD").password_env == "FASTSLOW_PG_PASSWORD"
+        AmmConfig(store="postgres", password_env=f"password={SECRET}")
+    assert (
+        AmmConfig(store="postgres", password_env="FASTSLOW_PG_PASSWORD").password_env
+        == "FASTSLOW_PG_PASSWORD"
+    )
 
 
 def test_missing_password_variable_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:

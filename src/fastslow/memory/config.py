@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, FieldSerializationInfo, field_serializer, field_validator
+from pydantic import Field, FieldSerializationInfo, field_serializer, field_validator, model_validator
 
 from fastslow.strict import StrictModel
 
@@ -178,3 +178,21 @@ class AmmConfig(StrictModel):
         if isinstance(context, dict) and context.get(SECRETS_CONTEXT_KEY) is True:
             return dsn
         return redact_dsn(dsn)
+
+    @model_validator(mode="after")
+    def _store_fields_fit_store(self) -> AmmConfig:
+        # A path on a PostgreSQL store (or a DSN on an SQLite one) would be silently ignored.
+        if self.store == "postgres" and self.path:
+            raise ValueError("amm.path is used only by store sqlite (this store is postgres): remove it")
+        if self.store == "sqlite":
+            unused = [
+                f
+                for f, default in (("dsn", ""), ("password_env", None), ("table", "amm_memories"))
+                if getattr(self, f) != default
+            ]
+            if unused:
+                raise ValueError(
+                    f"{', '.join('amm.' + f for f in unused)} is used only by store postgres (this store is "
+                    "sqlite): add -o amm.store=postgres, or remove it"
+                )
+        return self

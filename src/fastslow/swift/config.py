@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from fastslow.strict import StrictModel
 
@@ -34,3 +34,19 @@ class SwiftConfig(StrictModel):
     """Safety policy: how many recent steps the loop penalty looks at."""
     focus_rule: bool = True
     """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""
+
+    @model_validator(mode="after")
+    def _t5_knobs_need_t5(self) -> SwiftConfig:
+        # A beam setting on the imitation ranker would be silently ignored; compared with the default
+        # (not "was it set") so a config read back from its own dump stays valid.
+        if self.backend != "t5":
+            changed = [f for f in ("num_beams", "max_new_tokens") if getattr(self, f) != _DEFAULTS[f]]
+            if changed:
+                raise ValueError(
+                    f"{', '.join(changed)} is used only by backend t5 (this Swift is {self.backend}): "
+                    "set swift.backend=t5 and swift.model_path, or remove it"
+                )
+        return self
+
+
+_DEFAULTS = {"num_beams": 5, "max_new_tokens": 16}
