@@ -104,27 +104,8 @@ class Gate1:
             final, rule = self._resolve(action, result)
             self._enforce(final, traj, constraints)
         except _Drop as drop:
-            decision = GateDecision(
-                step=result.steps,
-                source=source,
-                outcome=GateOutcome.DROP,
-                original=action,
-                action="",
-                reason=drop.reason,
-                detail=drop.detail,
-            )
-        else:
-            decision = GateDecision(
-                step=result.steps,
-                source=source,
-                outcome=GateOutcome.ACCEPT if final == action else GateOutcome.REPAIR,
-                original=action,
-                action=final,
-                rule=rule,
-            )
-        if self.sink is not None:
-            self.sink.emit(decision)
-        return decision
+            return self._decide(result, source, action, "", drop.reason, drop.detail)
+        return self._decide(result, source, action, final, rule)
 
     def check_answer(
         self,
@@ -146,25 +127,37 @@ class Gate1:
                 raise _Drop("not_admissible", f"'{answer}' is not one of the offered options")
             self._enforce(completes, traj, constraints)
         except _Drop as drop:
-            decision = GateDecision(
-                step=result.steps,
-                source=source,
-                outcome=GateOutcome.DROP,
-                original=answer,
-                action="",
-                reason=drop.reason,
-                detail=f"answers '{completes}': {drop.detail}",
+            return self._decide(
+                result, source, answer, "", drop.reason, f"answers '{completes}': {drop.detail}"
             )
+        return self._decide(result, source, answer, answer, "answer", detail=f"answers '{completes}'")
+
+    def _decide(
+        self,
+        result: StepResult,
+        source: str,
+        original: str,
+        action: str,
+        rule_or_reason: str,
+        detail: str = "",
+    ) -> GateDecision:
+        """Log and return one decision: DROP when ``action`` is empty (``rule_or_reason`` is the reason
+        code), else ACCEPT (unchanged text) or REPAIR (``rule_or_reason`` is the repair rule)."""
+        if not action:
+            outcome, rule, reason = GateOutcome.DROP, "", rule_or_reason
         else:
-            decision = GateDecision(
-                step=result.steps,
-                source=source,
-                outcome=GateOutcome.ACCEPT,
-                original=answer,
-                action=answer,
-                rule="answer",
-                detail=f"answers '{completes}'",
-            )
+            outcome = GateOutcome.ACCEPT if action == original else GateOutcome.REPAIR
+            rule, reason = rule_or_reason, ""
+        decision = GateDecision(
+            step=result.steps,
+            source=source,
+            outcome=outcome,
+            original=original,
+            action=action,
+            rule=rule,
+            reason=reason,
+            detail=detail,
+        )
         if self.sink is not None:
             self.sink.emit(decision)
         return decision
