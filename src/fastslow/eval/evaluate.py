@@ -147,17 +147,7 @@ def evaluate(
         selection = [Episode.from_id(i) for i in record.episodes]
         events_dir = out / "events"
         todo = [e for e in selection if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
-        done = len(selection) - len(todo)
-        if on_episode:
-            for i in range(done):
-                on_episode(None, i + 1, len(selection))
-
-        def finished(outcome: EpisodeOutcome) -> None:
-            nonlocal done
-            done += 1
-            if on_episode:
-                on_episode(outcome, done, len(selection))
-
+        finished = _progress(on_episode, len(selection) - len(todo), len(selection))
         run_episodes(
             placed,
             todo,
@@ -175,6 +165,25 @@ def evaluate(
 
 
 WARMUP_DIR = "warmup"
+
+
+def _progress(
+    on_episode: Callable[[EpisodeOutcome | None, int, int], None] | None, skipped: int, total: int
+) -> Callable[[EpisodeOutcome], None]:
+    """Tell ``on_episode`` about the ``skipped`` (already finished) episodes now, and return the callback
+    that counts each episode played from here on."""
+    done = skipped
+    if on_episode:
+        for i in range(skipped):
+            on_episode(None, i + 1, total)
+
+    def finished(outcome: EpisodeOutcome) -> None:
+        nonlocal done
+        done += 1
+        if on_episode:
+            on_episode(outcome, done, total)
+
+    return finished
 
 
 def _check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:
@@ -262,15 +271,11 @@ def run_warmup(
             },
         )
         outcomes: list[EpisodeOutcome] = []
-        skipped = len(chosen) - len(todo)
-        if on_episode:
-            for i in range(skipped):
-                on_episode(None, i + 1, len(chosen))
+        report = _progress(on_episode, len(chosen) - len(todo), len(chosen))
 
         def finished(outcome: EpisodeOutcome) -> None:
             outcomes.append(outcome)
-            if on_episode:
-                on_episode(outcome, skipped + len(outcomes), len(chosen))
+            report(outcome)
 
         run_episodes(
             warm,

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from fastslow import vocab
+from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import get_task
 from fastslow.eval.records import RunMetrics
 from fastslow.events import (
@@ -45,8 +46,6 @@ from fastslow.events import (
     StagnationReport,
     iter_events,
 )
-
-SUCCESS_SCORE = 100
 
 
 @dataclass(frozen=True)
