@@ -238,6 +238,13 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone between the listing and the read
+        return b""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -254,12 +261,19 @@ def test_kill_9_of_eval_leaves_no_worker_or_jvm(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    # Wait until both workers play (each has its own JVM) and a log exists: a worker's JVM can come up
+    # after the other worker has already opened two logs, so the JVMs are what the wait counts.
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and len(list((out / "events").glob("*.jsonl"))) < 2:
+    family: set[int] = set()
+    jvms: list[int] = []
+    while time.monotonic() < deadline:
+        family = _descendants(parent.pid)
+        jvms = [p for p in family if b"scienceworld.jar" in _cmdline(p)]
+        if len(jvms) == 2 and list((out / "events").glob("*.jsonl")):
+            break
         time.sleep(0.2)
-    family = _descendants(parent.pid)
-    jvms = [p for p in family if b"scienceworld.jar" in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(jvms) == 2, "expected two workers with a JVM each"
+    family = _descendants(parent.pid)
     parent.send_signal(signal.SIGKILL)  # only the parent: its workers must notice on their own
     parent.wait(timeout=30)
     time.sleep(10)
