@@ -135,6 +135,7 @@ def test_eval_seeds_play_each_episode_once_per_seed(tmp_path: Path) -> None:
     assert seeds["seeds"] == [3, 4] and seeds["per_seed"]["3"] == {
         "episodes": 2,
         "mean_score": 100.0,
+        "mean_score_strict": 100.0,
         "success_rate": 1.0,
     }
     assert seeds["mean_score"] == {"mean": 100.0, "std": 0.0}

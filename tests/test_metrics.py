@@ -1,12 +1,14 @@
-"""Scores are macro-averaged over tasks, -100 counts as 0, and the bootstrap interval brackets the mean."""
+"""Scores are macro-averaged over tasks in both conventions (the paper's: never decreasing, -100 keeps the
+last non-negative score; strict: -100 counts as 0), and the bootstrap interval brackets the mean."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
-from fastslow.eval.metrics import EpisodeSummary, compute_metrics
-from fastslow.events import EndState
+from fastslow.eval.metrics import EpisodeSummary, compute_metrics, summarize_log
+from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, Event, dump_events
 
 
 def _ep(task: int, variation: int, score: int, steps: int = 10) -> EpisodeSummary:
@@ -32,7 +34,11 @@ def test_macro_mean_counts_failures_as_zero() -> None:
 
 def test_bootstrap_interval_collapses_without_variance_and_is_reproducible() -> None:
     eps = [_ep(7, v, 100) for v in range(5)] + [_ep(8, v, 100) for v in range(3)]
-    assert compute_metrics(eps)["ci95"] == {"mean_score": [100.0, 100.0], "success_rate": [1.0, 1.0]}
+    assert compute_metrics(eps)["ci95"] == {
+        "mean_score": [100.0, 100.0],
+        "mean_score_strict": [100.0, 100.0],
+        "success_rate": [1.0, 1.0],
+    }
     # one episode per task: no interval rather than a zero-width one
     assert compute_metrics([_ep(7, 1, 100), _ep(8, 1, 0)])["ci95"] == {}
     mixed = [_ep(7, v, 100 if v % 2 else 0) for v in range(6)]
@@ -49,9 +55,70 @@ def test_seed_spread_is_the_per_seed_macro_mean_and_its_std() -> None:
     eps += [seeded(7, 1, 100, 1), seeded(8, 1, 50, 1), seeded(8, 2, 50, 1)]
     m = compute_metrics(eps)
     spread = m["seeds"]
-    assert spread["per_seed"]["0"] == {"episodes": 3, "mean_score": 62.5, "success_rate": 0.5}
+    assert spread["per_seed"]["0"] == {
+        "episodes": 3,
+        "mean_score": 62.5,
+        "mean_score_strict": 62.5,
+        "success_rate": 0.5,
+    }
     assert spread["per_seed"]["1"]["mean_score"] == 75.0
     assert spread["mean_score"] == {"mean": 68.75, "std": round(statistics.stdev([62.5, 75.0]), 4)}
     # the headline pools the seeds within each task: task 8 = (50 + 0 + 50 + 50) / 4
     assert m["per_task"]["8"]["mean_score"] == 37.5 and m["mean_score"] == (100 + 37.5) / 2
     assert "seeds" not in compute_metrics([_ep(7, 1, 100)])
+
+
+def _log(path: Path, scores: list[int], end: EndState) -> Path:
+    """A crafted episode log: episode_start, one env_step per score, episode_end at the last score."""
+    events: list[Event] = [
+        EpisodeStart(
+            episode_id="13-0001",
+            task_id=13,
+            task_name="t",
+            variation=1,
+            split="test",
+            config_name="c",
+            config={},
+            versions={},
+        )
+    ]
+    for step, score in enumerate(scores, 1):
+        events.append(
+            EnvStep(
+                step=step,
+                action="a",
+                source="swift",
+                reason="",
+                observation="o",
+                score=score,
+                reward=0,
+                moves=step,
+                end=end if step == len(scores) else EndState.RUNNING,
+                n_valid=1,
+                duration_ms=1.0,
+            )
+        )
+    events.append(
+        EpisodeEnd(end=end, final_score=scores[-1], steps=len(scores), moves=len(scores), wall_s=1.0)
+    )
+    path.write_text(dump_events(events), encoding="utf-8")
+    return path
+
+
+def test_a_partial_score_then_a_failure_is_40_in_the_paper_convention_and_0_strict(tmp_path: Path) -> None:
+    """SwiftSage's (and the paper's) episode score never decreases; a -100 keeps the last non-negative one."""
+    summary = summarize_log(_log(tmp_path / "13-0001.jsonl", [0, 25, 40, -100], EndState.FAILURE))
+    assert summary is not None
+    assert (summary.score, summary.score_strict, summary.final_score) == (40.0, 0.0, -100)
+    m = compute_metrics([summary])
+    assert (m["mean_score"], m["mean_score_strict"], m["mean_score_raw"]) == (40.0, 0.0, -100.0)
+    assert m["per_task"]["13"]["mean_score"] == 40.0 and m["per_task"]["13"]["mean_score_strict"] == 0.0
+    group = m["per_group"][m["per_task"]["13"]["group"]]
+    assert (group["mean_score"], group["mean_score_strict"]) == (40.0, 0.0)
+    assert m["episode_results"][0]["best_score"] == 40 and not summary.success
+
+
+def test_an_early_stop_keeps_the_best_score_reached_and_strict_keeps_the_final_one(tmp_path: Path) -> None:
+    # ScienceWorld scores can drop (an undone subgoal): the paper's score keeps the best one reached.
+    summary = summarize_log(_log(tmp_path / "13-0001.jsonl", [10, 50, 30], EndState.EARLY_STOP))
+    assert summary is not None and (summary.score, summary.score_strict) == (50.0, 30.0)

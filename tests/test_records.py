@@ -145,7 +145,9 @@ def test_record_is_the_same_json_plus_its_version(tmp_path: Path, episodes: list
 def test_typed_access(tmp_path: Path) -> None:
     ids = _write(tmp_path, [_episode(7, 1, 100), _episode(7, 2, -100)])
     m = run_metrics(tmp_path, ids)
-    assert m.per_task["7"].failures == 1 and m.per_task["7"].mean_score == 50.0
+    assert m.per_task["7"].failures == 1 and m.per_task["7"].mean_score_strict == 50.0
+    # the paper's convention: the failed episode keeps the 10 it reached before its -100
+    assert m.per_task["7"].mean_score == 55.0 and m.episode_results[1].best_score == 10
     assert m.end_states == {EndState.FAILURE: 1, EndState.SUCCESS: 1}
     assert m.mechanisms.memory.writes_by_tag_per_episode.near_miss == 1.0
     assert m.mechanisms.memory.triggers_per_episode.T1 == 1.0
@@ -174,7 +176,7 @@ def test_read_back(tmp_path: Path) -> None:
             lambda d: d.pop("format_version"),
             r"written by an older fastslow \(unversioned\): no format_version",
         ),
-        (lambda d: d.update(format_version=99), "has metrics format 99; this fastslow reads format 2"),
+        (lambda d: d.update(format_version=99), "has metrics format 99; this fastslow reads format 3"),
         (lambda d: d["per_task"]["7"].pop("failures"), r"per_task\.7\.failures: Field required"),
         (lambda d: d.update(mean_score="high"), "mean_score: Input should be a valid number"),
         (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),

@@ -34,7 +34,7 @@ def test_report_files(run_dir: Path, tmp_path: Path) -> None:
     assert {"report.md", "main.csv", "per_task.csv", "groups.csv", "per_task.png", "groups.png"} <= names
     assert "mechanisms.png" in names and "seeds.csv" not in names
     md = (tmp_path / "report.md").read_text()
-    assert "| oracle | 2 | 100.00 | - | 100.00% |" in md  # one episode per task: no interval
+    assert "| oracle | 2 | 100.00 | - | 100.00 | - | 100.00% |" in md  # one episode per task: no interval
     assert "lifespan-longest-lived" in (tmp_path / "per_task.csv").read_text()
     assert html_path.read_text().count("<table") >= 6
 
@@ -45,7 +45,9 @@ def test_report_seeds_table(run_dir: Path, tmp_path: Path) -> None:
     evaluate(load_config("oracle"), episodes, seeded)
     write_report([run_dir, seeded], tmp_path / "report")
     rows = list(csv.reader((tmp_path / "report" / "seeds.csv").open()))
-    assert rows[1:] == [["oracle (seeded)", "2", "100.00 ± 0.00", "100.00% ± 0.00%", "0: 100.00, 1: 100.00"]]
+    assert rows[1:] == [
+        ["oracle (seeded)", "2", "100.00 ± 0.00", "100.00 ± 0.00", "100.00% ± 0.00%", "0: 100.00, 1: 100.00"]
+    ]
 
 
 def test_eval_writes_a_versioned_record_the_report_reads(run_dir: Path) -> None:
@@ -54,6 +56,22 @@ def test_eval_writes_a_versioned_record_the_report_reads(run_dir: Path) -> None:
     run = load_run(run_dir)
     assert run.name == "oracle" and run.metrics.episodes == 2 and run.metrics.to_json() == saved
     assert set(run.metrics.per_task) == {"7", "17"} and run.metrics.per_task["17"].mean_score == 100
+
+
+def test_a_format_2_metrics_file_is_recomputed_from_the_logs(run_dir: Path, tmp_path: Path) -> None:
+    """Runs made before the paper's score convention (metrics format 2: strict score only) are reported
+    in both conventions: their event logs are the source of truth."""
+    old = tmp_path / "old"
+    shutil.copytree(run_dir, old)
+    data = json.loads((old / "metrics.json").read_text())
+    data["format_version"] = 2
+    del data["mean_score_strict"]
+    (old / "metrics.json").write_text(json.dumps(data))
+    run = load_run(old)
+    assert run.metrics.format_version == METRICS_FORMAT
+    assert run.metrics.to_json() == json.loads((run_dir / "metrics.json").read_text())
+    write_report([old], tmp_path / "report")
+    assert "score (strict)" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_report_cli_rejects_unfinished_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -184,7 +184,8 @@ def eval_(
             console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
         chosen = [Episode.from_id(i) for i in record.episodes]
         metrics = eval_with_progress(cfg, chosen, out, console, workers, executor, ray_address)
-    headline = {k: metrics[k] for k in ("episodes", "mean_score", "success_rate", "steps_at_success")}
+    keys = ("episodes", "mean_score", "mean_score_strict", "success_rate", "steps_at_success")
+    headline = {k: metrics[k] for k in keys}
     if "seeds" in metrics:
         headline["mean_score_over_seeds"] = metrics["seeds"]["mean_score"]
     console.print(f"metrics written to {out / 'metrics.json'}")

@@ -265,7 +265,7 @@ def _progress_bar(console: Console, label: str, total: int | None) -> Iterator[P
                 last = f"{outcome.episode} -> {outcome.final_score} ({outcome.end.value})"
             else:
                 last = "already done"
-            mean = f"mean {fmean(scores):.1f}" if scores else ""
+            mean = f"mean strict {fmean(scores):.1f}" if scores else ""
             progress.update(bar, completed=done, total=total, status=f"{mean} · last {last}")
 
         yield on_episode

@@ -1,9 +1,11 @@
 """Metrics computed from event logs only (paper §4 and Appendix C).
 
-- final score: the score at termination. A failed task ends at -100 in ScienceWorld; like SwiftSage's
-  evaluation we count it as 0 in ``mean_score`` and report the raw mean and the number of failures
-  beside it.
-- success: final score == 100.
+- score, the paper's convention (``mean_score``, the headline): SwiftSage's evaluation, which the paper's
+  authors kept, never lets an episode's score go down, and a -100 task failure or SwiftSage's early stop
+  keeps the last non-negative score reached; so an episode scores the best non-negative score it reached.
+- strict score (``mean_score_strict``): the score at termination with -100 counted as 0; the raw mean
+  (-100 kept) and the number of failures are reported beside both.
+- success: the episode reached 100 (the same in both conventions).
 - Steps@Succ: mean env steps of successful episodes.
 - Aggregation: mean over the episodes of a task, then the macro mean over tasks; groups (Short /
   Medium / Long by oracle length) average the task means of their tasks.
@@ -59,23 +61,39 @@ class EpisodeSummary:
     wall_s: float
     error: str | None
     seed: int | None = None
+    best_score: int = 0
+    """The best non-negative score the episode reached (its env_step scores): the paper's episode score."""
 
     @property
     def success(self) -> bool:
-        return self.final_score >= SUCCESS_SCORE
+        return max(self.final_score, self.best_score) >= SUCCESS_SCORE
 
     @property
     def score(self) -> float:
-        """Score used for means: -100 (task failure) counts as 0."""
+        """The paper's (SwiftSage's) episode score: never decreasing, a -100 failure or an early stop
+        keeps the last non-negative score reached."""
+        return float(max(self.best_score, self.final_score, 0))
+
+    @property
+    def score_strict(self) -> float:
+        """The score at termination, -100 (task failure) counted as 0."""
         return float(max(self.final_score, 0))
+
+
+Scoring = Callable[[EpisodeSummary], float]
+CONVENTIONS: dict[str, Scoring] = {"": lambda e: e.score, "_strict": lambda e: e.score_strict}
+"""Key suffix -> episode score: every ``mean_score`` has its strict twin ``mean_score_strict``."""
 
 
 def summarize_log(path: Path) -> EpisodeSummary | None:
     """Summary of one episode log; None if the episode never finished (no episode_end)."""
     start: EpisodeStart | None = None
     end: EpisodeEnd | None = None
+    best = 0
     for event in iter_events(path):
-        if isinstance(event, EpisodeStart):
+        if isinstance(event, EnvStep):
+            best = max(best, event.score)
+        elif isinstance(event, EpisodeStart):
             start = event
         elif isinstance(event, EpisodeEnd):
             end = event
@@ -91,6 +109,7 @@ def summarize_log(path: Path) -> EpisodeSummary | None:
         wall_s=end.wall_s,
         error=end.error,
         seed=start.seed,
+        best_score=best,
     )
 
 
@@ -103,7 +122,7 @@ def _block(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     successes = [e for e in episodes if e.success]
     return {
         "episodes": len(episodes),
-        "mean_score": _mean(e.score for e in episodes),
+        **{f"mean_score{k}": _mean(map(score, episodes)) for k, score in CONVENTIONS.items()},
         "success_rate": _mean(float(e.success) for e in episodes),
         "steps_at_success": _mean(e.steps for e in successes),
         "failures": sum(e.end is EndState.FAILURE for e in episodes),
@@ -126,21 +145,21 @@ def bootstrap_ci(
     if not by_task or all(len(eps) < 2 for eps in by_task.values()):
         return {}
     rng = np.random.default_rng(seed)
-    score_means = np.zeros(resamples)
-    success_means = np.zeros(resamples)
+    measures: dict[str, Scoring] = {f"mean_score{k}": f for k, f in CONVENTIONS.items()}
+    measures["success_rate"] = lambda e: float(e.success)
+    sums = {key: np.zeros(resamples) for key in measures}
     for eps in by_task.values():
-        scores = np.array([e.score for e in eps])
-        successes = np.array([float(e.success) for e in eps])
+        # One index draw per task serves every measure: the intervals describe the same resamples.
         idx = rng.integers(0, len(eps), size=(resamples, len(eps)))
-        score_means += scores[idx].mean(axis=1)
-        success_means += successes[idx].mean(axis=1)
+        for key, measure in measures.items():
+            sums[key] += np.array([measure(e) for e in eps])[idx].mean(axis=1)
     n_tasks = len(by_task)
 
     def interval(values: np.ndarray[Any, Any]) -> list[float]:
         lo, hi = np.percentile(values / n_tasks, [2.5, 97.5])
         return [round(float(lo), 4), round(float(hi), 4)]
 
-    return {"mean_score": interval(score_means), "success_rate": interval(success_means)}
+    return {key: interval(values) for key, values in sums.items()}
 
 
 def seed_spread(episodes: list[EpisodeSummary]) -> dict[str, Any]:
@@ -157,7 +176,10 @@ def seed_spread(episodes: list[EpisodeSummary]) -> dict[str, Any]:
             by_task[ep.task_id].append(ep)
         per_seed[str(seed)] = {
             "episodes": len(by_seed[seed]),
-            "mean_score": _mean(fmean(e.score for e in eps) for eps in by_task.values()),
+            **{
+                f"mean_score{k}": _mean(fmean(map(score, eps)) for eps in by_task.values())
+                for k, score in CONVENTIONS.items()
+            },
             "success_rate": _mean(fmean(float(e.success) for e in eps) for eps in by_task.values()),
         }
 
@@ -169,7 +191,7 @@ def seed_spread(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     return {
         "seeds": [int(s) for s in per_seed],
         "per_seed": per_seed,
-        "mean_score": spread("mean_score"),
+        **{f"mean_score{k}": spread(f"mean_score{k}") for k in CONVENTIONS},
         "success_rate": spread("success_rate"),
     }
 
@@ -196,7 +218,7 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
         group: {
             "tasks": [int(t) for t in ids],
             "episodes": sum(per_task[t]["episodes"] for t in ids),
-            "mean_score": macro(ids, "mean_score"),
+            **{f"mean_score{k}": macro(ids, f"mean_score{k}") for k in CONVENTIONS},
             "success_rate": macro(ids, "success_rate"),
             "steps_at_success": _mean(e.steps for e in episodes if e.success and str(e.task_id) in ids),
         }
@@ -210,7 +232,7 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     return {
         "episodes": len(episodes),
         "tasks": len(per_task),
-        "mean_score": macro(all_ids, "mean_score"),
+        **{f"mean_score{k}": macro(all_ids, f"mean_score{k}") for k in CONVENTIONS},
         "mean_score_raw": _mean(fmean(e.final_score for e in by_task[int(t)]) for t in all_ids),
         "success_rate": macro(all_ids, "success_rate"),
         "success_rate_micro": _mean(float(e.success) for e in episodes),

@@ -32,8 +32,9 @@ from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
 
-METRICS_FORMAT = 2
-"""Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``)."""
+METRICS_FORMAT = 3
+"""Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``), 2 had
+only the strict score (-100 as 0) as ``mean_score``."""
 METRICS_FILE = "metrics.json"
 
 
@@ -45,13 +46,17 @@ class _Record(BaseModel):
 
 
 class TaskMetrics(_Record):
-    """One task: its episodes' means (-100 counted as 0) and counts."""
+    """One task: its episodes' means (both score conventions) and counts."""
 
     name: str
     group: str
     """short, medium or long (by mean gold-path length of the task's test episodes)."""
     episodes: int
     mean_score: float | None
+    """Mean episode score in the paper's convention (never decreasing; -100 / early stop keep the last
+    non-negative score reached)."""
+    mean_score_strict: float | None
+    """Mean score at termination, -100 counted as 0."""
     success_rate: float | None
     steps_at_success: float | None
     """Mean env steps of the successful episodes; None without any."""
@@ -65,6 +70,7 @@ class GroupMetrics(_Record):
     tasks: list[int]
     episodes: int
     mean_score: float | None
+    mean_score_strict: float | None
     success_rate: float | None
     steps_at_success: float | None
 
@@ -74,6 +80,7 @@ class Ci95(_Record):
     episode (nothing to resample)."""
 
     mean_score: tuple[float, float] | None = None
+    mean_score_strict: tuple[float, float] | None = None
     success_rate: tuple[float, float] | None = None
 
     @model_serializer(mode="wrap")
@@ -84,6 +91,7 @@ class Ci95(_Record):
 class SeedRow(_Record):
     episodes: int
     mean_score: float | None
+    mean_score_strict: float | None
     success_rate: float | None
 
 
@@ -101,6 +109,7 @@ class SeedSpread(_Record):
     per_seed: dict[str, SeedRow]
     """By seed, as a string key (JSON object keys are strings)."""
     mean_score: Spread
+    mean_score_strict: Spread
     success_rate: Spread
 
 
@@ -116,6 +125,8 @@ class EpisodeResult(_Record):
     wall_s: float
     error: str | None
     seed: int | None = None
+    best_score: int
+    """The best non-negative score reached: the episode's score in the paper's convention."""
 
 
 # -- usage and mechanisms ------------------------------------------------------------------------------
@@ -202,9 +213,13 @@ class RunMetrics(_Record):
     episodes: int
     tasks: int
     mean_score: float | None
+    """The headline: macro mean over tasks of each task's mean episode score in the paper's (and
+    SwiftSage's) convention: an episode's score never decreases, and a -100 failure or an early stop keeps
+    the last non-negative score reached."""
+    mean_score_strict: float | None
     """Macro mean over tasks of each task's mean final score, -100 counted as 0."""
     mean_score_raw: float | None
-    """The same with -100 kept."""
+    """Macro mean of the final scores with -100 kept."""
     success_rate: float | None
     """Macro mean over tasks of the success rate (final score 100)."""
     success_rate_micro: float | None

@@ -1,7 +1,8 @@
 """``fastslow report DIR [DIR ...]``: the paper's tables and figures from finished runs (paper §5, App. B-E).
 
-Everything is read from each run's ``metrics.json`` (validated as a ``records.RunMetrics``; an old or
-foreign file is refused with one line) and event logs: main results, per-task scores,
+Everything is read from each run's ``metrics.json`` (validated as a ``records.RunMetrics``; a foreign file
+is refused with one line, one of an older format is recomputed from the run's event logs) and event logs:
+scores in both conventions (the paper's, then strict), main results, per-task scores,
 Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/cost (and the spread
 over seeds of ``--seeds`` runs), as markdown and CSV; matplotlib figures (per-task scores, groups,
 mechanism activity); and one self-contained HTML file with a trajectory viewer (every step with its
@@ -23,7 +24,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fastslow.env.tasks import all_tasks
 from fastslow.errors import UsageError
-from fastslow.eval.records import RunMetrics, Spread, read_run_metrics
+from fastslow.eval.metrics import run_metrics
+from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
 from fastslow.eval.rundir import read_run_record
 from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, iter_events
 
@@ -44,9 +46,25 @@ def load_run(path: Path) -> Run:
 
     ``UsageError`` (one line) for a directory without metrics.json, or one whose metrics.json or
     run.json this fastslow cannot read."""
-    metrics = read_run_metrics(path)
     record = read_run_record(path)
+    older = _stored_format(path) not in (None, METRICS_FORMAT)
+    if record is not None and (path / "events").is_dir() and older:
+        # The logs are the source of truth: a metrics.json of an older format (e.g. 2, strict score only)
+        # is recomputed from them rather than refused, so earlier runs can be reported beside new ones.
+        metrics = run_metrics(path / "events", record.episodes)
+    else:
+        metrics = read_run_metrics(path)
     return Run(record.config_name if record is not None else path.name, path, metrics)
+
+
+def _stored_format(path: Path) -> object:
+    """The ``format_version`` a run's metrics.json declares; None when unreadable (read_run_metrics says
+    why)."""
+    try:
+        data = json.loads((path / METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("format_version") if isinstance(data, dict) else None
 
 
 def _fmt(value: Any, pct: bool = False) -> str:
@@ -61,13 +79,26 @@ Table = tuple[list[str], list[list[str]]]
 
 
 def main_table(runs: list[Run]) -> Table:
-    head = ["config", "episodes", "mean score", "95% CI", "success", "Steps@Succ", "-100 failures", "errors"]
+    head = [
+        "config",
+        "episodes",
+        "score (paper)",
+        "95% CI",
+        "score (strict)",
+        "95% CI (strict)",
+        "success",
+        "Steps@Succ",
+        "-100 failures",
+        "errors",
+    ]
     rows = [
         [
             r.name,
             _fmt(r.metrics.episodes),
             _fmt(r.metrics.mean_score),
             "-".join(_fmt(float(v)) for v in r.metrics.ci95.mean_score or ()) or "-",
+            _fmt(r.metrics.mean_score_strict),
+            "-".join(_fmt(float(v)) for v in r.metrics.ci95.mean_score_strict or ()) or "-",
             _fmt(r.metrics.success_rate, pct=True),
             _fmt(r.metrics.steps_at_success),
             _fmt(r.metrics.failures),
@@ -79,19 +110,27 @@ def main_table(runs: list[Run]) -> Table:
 
 
 def per_task_table(runs: list[Run]) -> Table:
-    head = ["task", "name", "group", *[f"{r.name} score" for r in runs]]
+    head = ["task", "name", "group", *[f"{r.name} {c}" for r in runs for c in ("score", "strict")]]
     rows = []
     for task in all_tasks():
         key = str(task.task_id)
         if not any(key in r.metrics.per_task for r in runs):
             continue
-        scores = [_fmt(row.mean_score if (row := r.metrics.per_task.get(key)) else None) for r in runs]
+        scores = []
+        for r in runs:
+            row = r.metrics.per_task.get(key)
+            scores += [_fmt(row.mean_score if row else None), _fmt(row.mean_score_strict if row else None)]
         rows.append([key, task.name, task.group, *scores])
     return head, rows
 
 
 def group_table(runs: list[Run]) -> Table:
-    head = ["config", *[f"{g} score" for g in GROUPS], *[f"{g} success" for g in GROUPS]]
+    head = [
+        "config",
+        *[f"{g} score" for g in GROUPS],
+        *[f"{g} strict" for g in GROUPS],
+        *[f"{g} success" for g in GROUPS],
+    ]
     rows = []
     for r in runs:
         groups = r.metrics.per_group
@@ -99,6 +138,7 @@ def group_table(runs: list[Run]) -> Table:
             [
                 r.name,
                 *[_fmt(groups[g].mean_score if g in groups else None) for g in GROUPS],
+                *[_fmt(groups[g].mean_score_strict if g in groups else None) for g in GROUPS],
                 *[_fmt(groups[g].success_rate if g in groups else None, pct=True) for g in GROUPS],
             ]
         )
@@ -122,7 +162,14 @@ def success_table(runs: list[Run]) -> Table:
 
 def seeds_table(runs: list[Run]) -> Table:
     """Runs made with ``--seeds``: each seed's macro mean score, and mean ± std over seeds."""
-    head = ["config", "seeds", "mean score (mean ± std)", "success (mean ± std)", "score per seed"]
+    head = [
+        "config",
+        "seeds",
+        "score (mean ± std)",
+        "strict score (mean ± std)",
+        "success (mean ± std)",
+        "score per seed",
+    ]
     rows = []
     for r in runs:
         seeds = r.metrics.seeds
@@ -138,6 +185,7 @@ def seeds_table(runs: list[Run]) -> Table:
                 r.name,
                 str(len(seeds.seeds)),
                 spread(seeds.mean_score, False),
+                spread(seeds.mean_score_strict, False),
                 spread(seeds.success_rate, True),
                 per_seed,
             ]
