@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml Makefile
 # torch==2.13.0 is the CPU wheel on disk and goes first: a plain `torch` would pull a multi-GB CUDA build.
 $(DEV_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5]"
+	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5,embed]"
 	touch $(DEV_STAMP)
 
 install: $(STAMP)

@@ -51,9 +51,16 @@ def _sections(name: str, drop: tuple[str, ...]) -> dict[str, object]:
 
 
 def test_module_configs_differ_from_their_base_only_in_their_module() -> None:
-    """The paper's four configurations share everything but the module sections (extends: baseline)."""
+    """The paper's four configurations share everything but the module sections (extends: baseline), and
+    with SRM the authors' focus gate, which their loop runs only without SRM (Gate-1 holds focus then)."""
     assert _sections("amm", ("amm",)) == _sections("baseline", ("amm",))
-    assert _sections("srm", ("srm", "critic")) == _sections("baseline", ("srm", "critic"))
+    srm, baseline = _sections("srm", ("srm", "critic")), _sections("baseline", ("srm", "critic"))
+    assert srm["controller"].pop("focus_gate") is False and baseline["controller"].pop("focus_gate") is True  # type: ignore[attr-defined]
+    assert srm == baseline
+    for name in ("srm", "full", "paper-srm", "paper-full"):
+        assert load_config(name).controller.focus_gate is False, name
+    for name in ("baseline", "amm", "paper", "paper-amm"):
+        assert load_config(name).controller.focus_gate is True, name
     full = load_config("full")
     assert full.amm == load_config("amm").amm and full.srm == load_config("srm").srm
     assert full.critic == load_config("srm").critic and full.name == "full"

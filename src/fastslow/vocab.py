@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-EscalationRule = Literal["invalid_action", "failure_messages", "focus_before_sage", "no_progress"]
+EscalationRule = Literal[
+    "invalid_action", "failure_messages", "focus_before_sage", "no_progress", "no_env_step"
+]
 """SwiftSage's arbitration rules that send a timestep to Sage (paper §3; ``controller.escalation.Rule``)."""
 ESCALATION_RULES: tuple[EscalationRule, ...] = get_args(EscalationRule)
 
-EscalationBlock = Literal["cooldown", "consecutive_sage"]
+EscalationBlock = Literal["cooldown", "consecutive_sage", "per_step"]
 """Why Sage was not called although a rule fired (``controller.escalation.Block``)."""
 ESCALATION_BLOCKS: tuple[EscalationBlock, ...] = get_args(EscalationBlock)
 

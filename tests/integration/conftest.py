@@ -26,7 +26,9 @@ Reply = Sequence[str] | Callable[[Sequence[Message]], str]
 
 @pytest.fixture
 def play_modules(env: ScienceWorldAdapter, tmp_path: Path) -> Callable[..., Run]:
-    """Play one episode of the ``baseline`` config plus ``overrides`` (amm.path points into tmp_path)."""
+    """Play one episode of the ``swiftsage`` config (the baseline's models with SwiftSage's arbitration as
+    described, whose rules these tests pin) plus ``overrides`` (amm.path points into tmp_path);
+    ``config="baseline"`` plays the paper authors' loop instead."""
 
     def _play(
         swift: Proposer,
@@ -39,9 +41,10 @@ def play_modules(env: ScienceWorldAdapter, tmp_path: Path) -> Callable[..., Run]
         variation: int = 0,
         step_limit: int = 10,
         store_name: str = "memory.sqlite",
+        config_name: str = "swiftsage",
     ) -> Run:
         path = tmp_path / store_name
-        config = load_config("baseline", [f"env.step_limit={step_limit}", f"amm.path={path}", *overrides])
+        config = load_config(config_name, [f"env.step_limit={step_limit}", f"amm.path={path}", *overrides])
         store = None
         if config.amm.enabled:
             store = SqliteStore(str(path))

@@ -36,7 +36,7 @@ from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
-from fastslow.env.wrappers import TimeLimit
+from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
 from fastslow.eval.rundir import store_config
 from fastslow.events import JsonlWriter
 
@@ -125,7 +125,8 @@ def bench_step(
         config = store_config(config, Path(tmp))
         agent = make_agent(config)
         adapter = ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s)
-        env = TimeLimit(adapter, config.env.step_limit)
+        inner: Env = ValidFilter(adapter) if config.env.valid_filter == "authors" else adapter
+        env = TimeLimit(inner, config.env.step_limit)
         try:
             first = episodes[0]
             # Starts the JVM and loads its classes: not a reset anyone waits for per episode.

@@ -68,11 +68,12 @@ class ActionBuffer:
 
         return self.pop_admitted(ground)
 
-    def pop_admitted(self, admit: Callable[[Buffered], str | None]) -> PopResult:
+    def pop_admitted(self, admit: Callable[[Buffered], str | None], limit: int = 0) -> PopResult:
         """The next buffered action ``admit`` turns into an executable one (grounding, then SRM Gate-1
-        when it is on); the items it refuses are popped and reported as skipped."""
+        when it is on); the items it refuses are popped and reported as skipped. ``limit`` > 0: at most
+        that many items are tried (the rest stays for the caller to keep or clear)."""
         skipped: list[Buffered] = []
-        while self._items:
+        while self._items and (limit <= 0 or len(skipped) < limit):
             item = self._items.popleft()
             action = admit(item)
             if action is not None:

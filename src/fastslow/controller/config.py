@@ -6,6 +6,8 @@ from); every rule can be switched off or re-tuned from YAML, so an ablation is a
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from fastslow.strict import StrictModel
@@ -35,7 +37,9 @@ class EscalationConfig(StrictModel):
     """After this many Sage calls with no Swift-chosen action in between, Swift acts (0 = no limit)."""
     sage_cooldown: int = Field(default=2, ge=0)
     """Env steps that must pass after a Sage call before the next one (at most one call per env step
-    always holds)."""
+    always holds). With ``controller.loop: authors``: Swift's invalid top prediction does not call Sage
+    within this many steps of the last call (forcing rules ignore it), and the LoopGuard keeps the
+    forcing rules off for this many steps minus one."""
 
 
 class BufferConfig(StrictModel):
@@ -45,6 +49,12 @@ class BufferConfig(StrictModel):
     """Most actions one plan may put in the buffer (SwiftSage: the first 5 parsed actions)."""
     failure_limit: int = Field(default=2, ge=0)
     """Clear the buffer after this many consecutive failure observations from buffered actions (0 = never)."""
+    scan_limit: int = Field(default=0, ge=0)
+    """Most buffered heads tried per timestep before the rest is cleared and Swift acts (0 = all; the
+    authors' loop: 5)."""
+    expected_alias: bool = False
+    """A head that cannot run is tried once more as its planned expected observation, when that text is
+    itself an action (the authors' guessed-observation alias)."""
 
 
 class SageRunConfig(StrictModel):
@@ -88,6 +98,16 @@ class ControllerConfig(StrictModel):
     # ScienceWorld numbers the options of an ambiguous request; any other reply is not an answer.
     ambiguous_answer: str = Field(default="0", pattern=r"^[0-9]+$")
     """Reply to ScienceWorld's "Ambiguous request" question (SwiftSage answers 0: the first option)."""
+    loop: Literal["swiftsage", "authors"] = "swiftsage"
+    """swiftsage: SwiftSage's arbitration as its paper describes it (``escalation.Arbiter``: the first of
+    Swift's ranked candidates that grounds, fuzzy grounding, streak rules). authors: the paper's authors'
+    final loop (``controller.authors``: Swift's top prediction after their rewrites, exact membership,
+    their forcing rules and LoopGuard, nothing invalid executed); the paper configurations use it
+    (docs/fidelity.md)."""
+    focus_gate: bool = False
+    """The authors' focus rules without SRM (``controller.authors.FocusGate``): before Sage has focused,
+    Swift's focus runs only on a task focus target or its third try; focus actions past the task's focus
+    count are dropped. With SRM the authors use Gate-1's focus limit instead (leave this off)."""
     sage_enabled: bool = True
     """False: Swift acts alone, Sage is never called (the fast-pathway configurations, e.g. swift-srm)."""
     swift_policy: bool = False

@@ -10,6 +10,12 @@ Each timestep, top to bottom, every candidate going through the one resolver (``
 SwiftSage's early stop (no reward for a long time) raises ``EarlyStop``; success, -100 failure and the
 step limit end the episode in the runner. Everything observable goes to the event sink.
 
+``controller.loop`` picks the arbitration: ``swiftsage`` (``escalation.Arbiter``, SwiftSage as its paper
+describes it) or ``authors`` (``authors.AuthorsArbiter``, the paper's authors' final loop: Swift's top
+prediction only, exact membership after their rewrites, never invalid text, their fallbacks, focus gate
+and LoopGuard). In the authors' loop an iteration can end without an action (a gated Swift focus); the
+timestep then goes round again, as their ``while`` loop does, and their forcing rule counts it.
+
 AMM (§3.1), SRM (§3.2) and Swift's safety policy are hooks (``hooks.LoopHook``) the loop walks in order:
 ``on_proposal`` (policy re-ranking, AMM's T1 ladder), ``before_action`` (inside the resolver: Gate-1,
 the policy's focus rule on answers), ``plan_memories`` (AMM's T4), ``after_step`` (policy, AMM's write
@@ -23,15 +29,17 @@ import logging
 from collections.abc import Callable, Sequence
 
 from fastslow.agents.base import Decision, EarlyStop, EpisodeContext
+from fastslow.controller.authors import AuthorsArbiter, FocusGate, state_signature
 from fastslow.controller.buffer import ActionBuffer, Buffered
 from fastslow.controller.config import ControllerConfig
-from fastslow.controller.escalation import Arbiter, Rule, is_failure
+from fastslow.controller.escalation import Arbiter, Block, Rule, is_failure
 from fastslow.controller.hooks import LoopHook, Modules, ProposalTurn, StepDone
 from fastslow.controller.resolver import Resolver, StepView
 from fastslow.controller.sage import Planner, PlanRequest
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
+from fastslow.env import valid as authors
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, FOCUS
 from fastslow.events import (
     BufferClear,
     BufferPop,
@@ -45,6 +53,10 @@ from fastslow.events import (
 from fastslow.swift.base import Proposal, Proposer
 
 log = logging.getLogger(__name__)
+
+MAX_ITERATIONS = 8
+"""Loop iterations one timestep may take in the authors' loop before the deterministic fallback runs
+(each gated Swift focus is one; Swift's third focus try passes the gate, so 4 suffice in practice)."""
 
 
 class SwiftSageAgent:
@@ -76,78 +88,220 @@ class SwiftSageAgent:
         """The run's failure markers (``env.failure_markers``): failure messages for escalation, Sage's
         prompt and the buffer's failure limit."""
         self.buffer = ActionBuffer(self.cfg.buffer.size)
-        self.arbiter = Arbiter(self.cfg.escalation, markers)
+        self.arbiter: Arbiter | AuthorsArbiter = Arbiter(self.cfg.escalation, markers)
         self.sink: EventSink = ListSink()
         self.traj: Trajectory | None = None
         self.hooks: list[LoopHook] = []
-        self.resolver = Resolver(self.cfg.ground_cutoff, [], fallback_when_unresolved=unresolved_fallback)
+        self.resolver = self._resolver([])
         self._last: Decision | None = None
         self._finished = False
+        self._proposal: tuple[int, Proposal, str] | None = None
+        """Swift's proposal of the current timestep (Swift is asked once per env step)."""
+
+    @property
+    def authors_loop(self) -> bool:
+        return self.cfg.loop == "authors"
+
+    def _resolver(self, hooks: list[LoopHook]) -> Resolver:
+        return Resolver(
+            self.cfg.ground_cutoff,
+            list(hooks),
+            fallback_when_unresolved=self.unresolved_fallback,
+            grounding="authors" if self.authors_loop else "fuzzy",
+        )
 
     def reset(self, ctx: EpisodeContext, first: StepResult) -> None:
         self.sink = ctx.sink
         self.traj = Trajectory(ctx.task.task_id, ctx.task.name, ctx.variation, first.task_description, first)
         self.buffer = ActionBuffer(self.cfg.buffer.size)
-        self.arbiter = Arbiter(self.cfg.escalation, self.markers)
         self.hooks = self.modules.episode(ctx.memory_key, ctx.sink, first)
-        self.resolver = Resolver(
-            self.cfg.ground_cutoff, list(self.hooks), fallback_when_unresolved=self.unresolved_fallback
-        )
+        if self.authors_loop:
+            arbiter = AuthorsArbiter(self.cfg.escalation)
+            if self.cfg.focus_gate:
+                arbiter.focus = FocusGate(ctx.task.task_id, first.task_description)
+                self.hooks.insert(0, arbiter.focus)
+            self.arbiter = arbiter
+        else:
+            self.arbiter = Arbiter(self.cfg.escalation, self.markers)
+        self.resolver = self._resolver(self.hooks)
         self._last = None
         self._finished = False
+        self._proposal = None
 
     # -- one timestep ---------------------------------------------------------------------------------
     def act(self, result: StepResult) -> Decision:
-        traj = self._traj()
         step = result.steps
         self._check_early_stop(step)
-        view = self.resolver.view(result, traj)
+        view = self.resolver.view(result, self._traj())
         if view.ambiguous:
             source = self._last.source if self._last else "swift"
             answer = self.resolver.resolve(self.cfg.ambiguous_answer, source, view)
             if answer is not None:
                 completes = view.options.get(answer, "")
                 return Decision(answer, source, f"ambiguous request: answer {answer} ({completes})")
+        self.arbiter.begin(step)
+        for _ in range(MAX_ITERATIONS):
+            decision = self._iteration(view)
+            if decision is not None:
+                return decision
+            self.arbiter.iteration_without_step()
+        return self._deterministic(view, f"{MAX_ITERATIONS} loop iterations without an action")
+
+    def _iteration(self, view: StepView) -> Decision | None:
+        """One pass of the loop: buffer, Swift, arbitration, Sage. None: no action this time round (the
+        authors' loop only: Swift's focus was gated), the timestep goes round again."""
+        step = view.result.steps
+        self.arbiter.start_iteration(step)
         if self.buffer:
             buffered = self._from_buffer(view)
             if buffered is not None:
                 return buffered
-        proposal, note = ProposalTurn(self.swift, traj, result, self.hooks, self._failed(view)).run()
-        chosen = self.resolver.first([c.action for c in proposal.candidates], "swift", view)
-        self.sink.emit(
-            SwiftProposal(
-                step=step,
-                proposer=self.swift.name,
-                candidates=[c.action for c in proposal.candidates[:5]],
-                scores=[c.score for c in proposal.candidates[:5]],
-                confidence=proposal.confidence,
-                chosen=chosen,
+        proposal, note, first = self._propose(view)
+        # A forcing rule of the authors' loop sends the iteration to Sage before Swift's choice counts.
+        chosen, gated = (None, None) if self.arbiter.forcing else self._swift_choice(proposal, view)
+        if first:
+            self.sink.emit(
+                SwiftProposal(
+                    step=step,
+                    proposer=self.swift.name,
+                    candidates=[c.action for c in proposal.candidates[:5]],
+                    scores=[c.score for c in proposal.candidates[:5]],
+                    confidence=proposal.confidence,
+                    chosen=chosen or gated,
+                )
             )
-        )
         if self.sage is None or not self.cfg.sage_enabled:
             return self._swift_decision(chosen, proposal, view, f"swift top{note}")
-        fired = self.arbiter.check(chosen, step)
+        fired = self.arbiter.check(chosen or gated, step)
         if fired is None:
+            if gated is not None:
+                return None  # the authors skip a gated focus: no env step this iteration
+            self.arbiter.swift_acted()
             return self._swift_decision(
                 chosen, proposal, view, f"swift top (confidence {proposal.confidence:.2f}){note}"
             )
         rule, detail = fired
-        blocked = self.arbiter.blocked(step)
+        blocked = self.arbiter.blocked(step, rule)
         self.sink.emit(Escalation(step=step, rule=rule.value, detail=detail, blocked=blocked))
         if blocked is not None:
-            return self._swift_decision(
-                chosen, proposal, view, f"{rule.value} but sage {blocked.value}: swift acts"
-            )
+            return self._held_back(blocked, rule, chosen, proposal, view)
         decision = self._call_sage(self.sage, rule, proposal, view)
         if isinstance(decision, Decision):
             return decision
-        return self._swift_decision(chosen, proposal, view, f"{rule.value}: {decision}, swift acts")
+        return self._after_sage(decision, chosen, proposal, view, rule)
+
+    def _propose(self, view: StepView) -> tuple[Proposal, str, bool]:
+        """Swift's proposal for this env step, and whether it is new (Swift is asked once per env step;
+        a second loop iteration of the authors' loop reuses it)."""
+        step = view.result.steps
+        if self._proposal is not None and self._proposal[0] == step:
+            return self._proposal[1], self._proposal[2], False
+        turn = ProposalTurn(self.swift, self._traj(), view.result, self.hooks, self._failed(view))
+        proposal, note = turn.run()
+        self._proposal = (step, proposal, note)
+        return proposal, note, True
+
+    def _swift_choice(self, proposal: Proposal, view: StepView) -> tuple[str | None, str | None]:
+        """Swift's action, and - authors' loop - the valid focus the focus gate held back (else None).
+
+        SwiftSage: the first ranked candidate that resolves. Authors: the top prediction only (the next
+        one if it repeats a ``wait`` right after a wait), after their rewrites."""
+        texts = [c.action for c in proposal.candidates]
+        if not self.authors_loop:
+            return self.resolver.first(texts, "swift", view), None
+        top = self._authors_top(texts)
+        if top is None:
+            return None, None
+        candidate = self.resolver.candidate(top, "swift", view)
+        if candidate.refused_by == "focus_gate":
+            return None, self.resolver.ground(top, view)
+        return candidate.action, None
+
+    def _authors_top(self, texts: Sequence[str]) -> str | None:
+        turns = self._traj().turns
+        if texts and turns and turns[-1].action.startswith("wait") and texts[0].startswith("wait"):
+            texts = texts[1:]
+        return texts[0] if texts else None
+
+    def _held_back(
+        self, blocked: Block, rule: Rule, chosen: str | None, proposal: Proposal, view: StepView
+    ) -> Decision:
+        """Sage may not run although ``rule`` fired."""
+        reason = f"{rule.value} but sage {blocked.value}"
+        if not self.authors_loop:
+            return self._swift_decision(chosen, proposal, view, f"{reason}: swift acts")
+        if blocked is Block.PER_STEP:
+            return self._deterministic(view, reason)
+        # The authors' held-back Swift: the first valid of its top three non-focus predictions.
+        texts = [c.action for c in proposal.candidates if not c.action.startswith(FOCUS)][:3]
+        trial = self.resolver.first(texts, "swift", view)
+        self.arbiter.swift_acted()
+        if trial is not None:
+            return Decision(trial, "swift", f"{reason}: swift's first valid non-focus prediction")
+        return self._nearest(proposal, view, f"{reason}: no valid swift prediction")
+
+    def _after_sage(
+        self, why: str, chosen: str | None, proposal: Proposal, view: StepView, rule: Rule
+    ) -> Decision:
+        """Sage ran and nothing it planned runs now (``why``)."""
+        if not self.authors_loop:
+            return self._swift_decision(chosen, proposal, view, f"{rule.value}: {why}, swift acts")
+        self.arbiter.swift_acted()
+        if why.startswith("sage failed") or why == "sage gave no valid action":
+            # The authors: a planning error or an empty plan -> the nearest valid action to Swift's top.
+            return self._nearest(proposal, view, f"{rule.value}: {why}")
+        # A plan none of whose actions can run: their loop goes round once more, and Sage has already run
+        # for this env step, so their deterministic fallback acts.
+        return self._deterministic(view, f"{rule.value}: {why}")
+
+    def _nearest(self, proposal: Proposal, view: StepView, reason: str) -> Decision:
+        """The valid action nearest to Swift's rewritten top prediction by sentence embedding (the
+        authors' SBERT search; ``fastslow.models.embeddings``: MiniLM, or its lexical stand-in)."""
+        from fastslow.models.embeddings import default_embedder, similarity_sums
+
+        result = view.result
+        top = self._authors_top([c.action for c in proposal.candidates])
+        valid = list(result.valid_actions)
+        if top is None or not valid:
+            return self._deterministic(view, f"{reason}; no prediction to search from")
+        query = authors.rewrite(top, view.valid_set, result.look, result.inventory)
+        embedder = default_embedder("auto")
+        sums = similarity_sums([query], valid, embedder)
+        # Best first; a stable sort keeps the valid set's order among equal scores.
+        ranked = [valid[i] for i in sorted(range(len(valid)), key=lambda i: -float(sums[i]))]
+        action = self.resolver.first(ranked[:20], "swift", view)
+        if action is None:
+            return self._deterministic(view, f"{reason}; no near valid action may run")
+        self.arbiter.swift_acted()
+        return Decision(action, "swift", f"{reason}: nearest valid to '{query}' ({embedder.name})")
+
+    def _deterministic(self, view: StepView, reason: str) -> Decision:
+        """The authors' deterministic fallback (look around, inventory, a move, else the first action)."""
+        result = view.result
+        room = authors.current_room(result.look)
+        left = set(result.valid_actions)
+        self.arbiter.swift_acted()
+        for _ in range(5):  # a hook (Gate-1) may refuse the pick: the next one in the same order
+            pick = authors.deterministic_fallback(left, room)
+            if pick is None:
+                break
+            action = self.resolver.resolve(pick, "swift", view)
+            if action is not None:
+                return Decision(action, "swift", f"{reason}: deterministic fallback")
+            left.discard(pick)
+        return Decision(self.resolver.unresolved(None, view), "swift", f"{reason}: deterministic fallback")
 
     def observe(self, decision: Decision, result: StepResult) -> None:
         traj = self._traj()
         prev = traj.current
         traj.record(decision.action, decision.source, result)
-        self.arbiter.executed(decision.action, decision.source, result.observation, result.reward)
+        stuck = self.arbiter.executed(
+            decision.action, decision.source, result.observation, result.reward, result.steps
+        )
+        if stuck is not None:  # logged even with an empty buffer: the LoopGuard also blocks forced Sage
+            self.sink.emit(
+                BufferClear(step=result.steps, reason=stuck, dropped=[b.action for b in self.buffer.clear()])
+            )
         self._last = decision
         if decision.source in ("sage", "critic"):
             failed = is_failure(result.observation, self.markers)
@@ -204,6 +358,9 @@ class SwiftSageAgent:
         def failed(proposal: Proposal) -> bool:
             if proposal.confidence < self.min_confidence:
                 return True
+            if self.authors_loop:  # the authors judge Swift on its top prediction only
+                top = self._authors_top([c.action for c in proposal.candidates])
+                return top is None or self.resolver.ground(top, view) is None
             if any(c.action in view.result.valid_actions for c in proposal.candidates):
                 return False
             return proposal.top is None or self.resolver.ground(proposal.top, view) is None
@@ -215,6 +372,8 @@ class SwiftSageAgent:
     ) -> Decision:
         if chosen is not None:
             return Decision(chosen, "swift", reason)
+        if self.authors_loop:  # never invalid text: the nearest valid action instead
+            return self._nearest(proposal, view, f"{reason}; no valid swift prediction")
         action = self.resolver.unresolved(proposal.top, view)
         if action != proposal.top:
             log.info("step %d: no candidate resolved, falling back to '%s'", view.result.steps, action)
@@ -222,7 +381,19 @@ class SwiftSageAgent:
         return Decision(action, "swift", reason)
 
     def _from_buffer(self, view: StepView) -> Decision | None:
-        popped = self.buffer.pop_admitted(lambda b: self.resolver.resolve(b.action, b.source, view))
+        """The next buffered action that runs now; heads that cannot run are dropped. With
+        ``buffer.scan_limit`` (the authors: 5) at most that many heads are tried, the rest is cleared;
+        with ``buffer.expected_alias`` a head is tried once more as its expected observation when that
+        text is itself an action (the authors' guessed-observation alias)."""
+        alias = self.cfg.buffer.expected_alias
+
+        def admit(item: Buffered) -> str | None:
+            action = self.resolver.resolve(item.action, item.source, view)
+            if action is None and alias and authors.is_action_text(item.expected):
+                action = self.resolver.resolve(item.expected.lower(), item.source, view)
+            return action
+
+        popped = self.buffer.pop_admitted(admit, limit=self.cfg.buffer.scan_limit)
         self.sink.emit(
             BufferPop(
                 step=view.result.steps,
@@ -232,6 +403,11 @@ class SwiftSageAgent:
             )
         )
         if popped.item is None:
+            if self.buffer:
+                limit = self.cfg.buffer.scan_limit
+                dropped = [b.action for b in self.buffer.clear()]
+                reason = f"none of {limit} buffered heads could run"
+                self.sink.emit(BufferClear(step=view.result.steps, reason=reason, dropped=dropped))
             return None
         return Decision(popped.item.action, popped.item.source, popped.item.reason)
 
@@ -247,7 +423,7 @@ class SwiftSageAgent:
         )
 
     def _failures(self) -> Sequence[Turn]:
-        return [t for t in self._traj().turns if is_failure(t.observation, self.markers)]
+        return self.arbiter.failures_for_prompt(self._traj().turns)
 
     def _call_sage(self, sage: Planner, rule: Rule, proposal: Proposal, view: StepView) -> Decision | str:
         """Sage's first planned action, or why there is none (then Swift acts)."""
@@ -262,7 +438,7 @@ class SwiftSageAgent:
             memory_block="".join(hook.plan_memories(traj) for hook in self.hooks),
         )
         plan = sage.plan(request, self.sink)
-        self.arbiter.sage_called(step)
+        self.arbiter.sage_called(step, state_signature(view.result))
         self.sink.emit(
             SageCall(
                 step=step,
@@ -277,12 +453,14 @@ class SwiftSageAgent:
         )
         if plan.error:
             return f"sage failed ({plan.error})"
-        if not plan.actions:
+        # The authors' buffer takes the plan as parsed, valid now or not: its scan drops what cannot run.
+        actions = plan.actions or (plan.parsed if self.authors_loop else ())
+        if not actions:
             return "sage gave no valid action"
-        planned = min(len(plan.actions), self.buffer.size)
+        planned = min(len(actions), self.buffer.size)
         items = [
             Buffered(a.action, "sage", a.expected, f"sage plan @{step} ({rule.value}) {i}/{planned}")
-            for i, a in enumerate(plan.actions, 1)
+            for i, a in enumerate(actions, 1)
         ]
         self.buffer.clear()  # a new plan replaces whatever was left of an old one
         self._push(items, "sage", step)

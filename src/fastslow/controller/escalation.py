@@ -13,11 +13,12 @@ An "Ambiguous request" is not one: the controller answers it at the next step.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fastslow.controller.config import EscalationConfig
+from fastslow.core.trajectory import Turn
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, SWIFTSAGE_FAILURES, classify_feedback
 
 
@@ -28,6 +29,8 @@ class Rule(StrEnum):
     FAILURE_MESSAGES = "failure_messages"
     FOCUS_BEFORE_SAGE = "focus_before_sage"
     NO_PROGRESS = "no_progress"
+    NO_STEP = "no_env_step"
+    """The authors' loop only (``controller.loop: authors``): iterations without an env step."""
 
 
 class Block(StrEnum):
@@ -35,6 +38,8 @@ class Block(StrEnum):
 
     COOLDOWN = "cooldown"
     CONSECUTIVE = "consecutive_sage"
+    PER_STEP = "per_step"
+    """The authors' loop only: Sage already ran for this env step."""
 
 
 def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
@@ -101,7 +106,26 @@ class Arbiter:
             f"{cfg.repeat_window} actions",
         )
 
-    def blocked(self, step: int) -> Block | None:
+    def begin(self, step: int) -> None:
+        """A timestep starts (the authors' arbiter counts loop iterations; nothing to do here)."""
+
+    forcing = False
+    """Only the authors' arbiter decides on Sage before Swift's choice is known."""
+
+    def start_iteration(self, step: int) -> None:
+        """A loop iteration starts (the authors' arbiter tests its forcing rules here)."""
+
+    def iteration_without_step(self) -> None:
+        """Never happens in this controller's loop: every iteration ends in an action."""
+
+    def swift_acted(self) -> None:
+        """Swift's action was chosen (counted from the executed step in ``executed``)."""
+
+    def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
+        """The failed steps Sage's prompt lists: every failure message of the episode so far."""
+        return [t for t in turns if is_failure(t.observation, self.markers)]
+
+    def blocked(self, step: int, rule: Rule) -> Block | None:
         """Whether Sage may be called at this timestep (cooldown, consecutive-call limit)."""
         if self.cfg.max_consecutive_sage and self.consecutive_sage >= self.cfg.max_consecutive_sage:
             return Block.CONSECUTIVE
@@ -110,7 +134,7 @@ class Arbiter:
             return Block.COOLDOWN
         return None
 
-    def sage_called(self, step: int) -> None:
+    def sage_called(self, step: int, state: object = None) -> None:
         self.sage_calls += 1
         self.last_sage_step = step
         self.consecutive_sage += 1
@@ -118,9 +142,11 @@ class Arbiter:
         self.failure_streak = 0
         self.no_action_streak = 0
 
-    def executed(self, action: str, source: str, observation: str, reward: int) -> None:
+    def executed(self, action: str, source: str, observation: str, reward: int, step: int) -> str | None:
+        """Count an executed step; returns why the buffer must be cleared (never, in this arbiter)."""
         self.actions.append(action)
         self.rewards.append(reward)
         if source == "swift":
             self.consecutive_sage = 0
         self.failure_streak = self.failure_streak + 1 if is_failure(observation, self.markers) else 0
+        return None

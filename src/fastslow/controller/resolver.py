@@ -6,7 +6,9 @@ ranked candidates, Sage's plan on escalation, the fallback - and the first one t
 each, ``resolve``:
 
 1. grounds the text onto the valid-action set with SwiftSage's profile (exact, then normalized and
-   rewritten forms, then rapidfuzz similarity at ``controller.ground_cutoff``);
+   rewritten forms, then rapidfuzz similarity at ``controller.ground_cutoff``), or - the authors' loop
+   (``controller.loop: authors``) - with the authors' rewrites (``env.valid.rewrite``) and exact
+   membership, nothing fuzzy;
 2. hands the candidate - the text *as its source proposed it*, with the grounding beside it - to the
    ``before_action`` hooks in order (SRM's Gate-1 judges the proposed text with its own repairs; Swift's
    safety policy refuses an answer that would complete a forbidden focus); a hook may accept, replace or
@@ -23,12 +25,14 @@ pass over the valid actions, not one per candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol
+from functools import cached_property
+from typing import Literal, Protocol
 
 from fastslow.controller.grounding import Grounder
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import ambiguous_options, strip_locations
+from fastslow.env.valid import rewrite
 
 FALLBACK_ACTION = "look around"
 """Executed when no candidate resolves and nothing else may run: a harmless observation (in an ambiguous
@@ -76,6 +80,10 @@ class StepView:
     def ambiguous(self) -> bool:
         return bool(self.options)
 
+    @cached_property
+    def valid_set(self) -> frozenset[str]:
+        return frozenset(self.result.valid_actions)
+
 
 _GROUNDERS: dict[int, tuple[tuple[str, ...], Grounder]] = {}
 """The last grounders by valid-set identity: a state's tuple is built once by the adapter and reused."""
@@ -95,9 +103,18 @@ def _grounder(valid: tuple[str, ...]) -> Grounder:
 class Resolver:
     """Grounding profile + the ``before_action`` hooks, behind one ``resolve`` call."""
 
-    def __init__(self, cutoff: float, checks: list[ActionCheck], *, fallback_when_unresolved: bool) -> None:
+    def __init__(
+        self,
+        cutoff: float,
+        checks: list[ActionCheck],
+        *,
+        fallback_when_unresolved: bool,
+        grounding: Literal["fuzzy", "authors"] = "fuzzy",
+    ) -> None:
         self.cutoff = cutoff
         self.checks = checks
+        self.grounding = grounding
+        """fuzzy: SwiftSage's grounding profile; authors: the authors' rewrites, then exact membership."""
         self.fallback_when_unresolved = fallback_when_unresolved
         """True (SRM on): never send a text no check admitted; False: SwiftSage sends Swift's top text
         as written and lets ScienceWorld answer "No known action"."""
@@ -106,18 +123,26 @@ class Resolver:
         return StepView(result, traj)
 
     def ground(self, text: str, view: StepView) -> str | None:
-        """SwiftSage's grounding alone (no hooks): the valid action ``text`` means, or None."""
+        """The grounding alone (no hooks): the valid action ``text`` means, or None."""
+        if self.grounding == "authors":
+            result = view.result
+            action = rewrite(text, view.valid_set, result.look, result.inventory)
+            return action if action in view.valid_set else None
         hit = view.grounder.ground(text, self.cutoff)
         return hit.action if hit else None
 
-    def resolve(self, text: str, source: str, view: StepView) -> str | None:
-        """The action ``text`` becomes when executed now, or None when it cannot or may not run."""
+    def candidate(self, text: str, source: str, view: StepView) -> Candidate:
+        """``text`` grounded and through the ``before_action`` hooks (``action`` None: it cannot run)."""
         candidate = Candidate(text, source, self.ground(text, view), view.options.get(text.strip()))
         for check in self.checks:
             if candidate.refused_by is not None:
                 break
             candidate = check.before_action(candidate, view)
-        return candidate.action
+        return candidate
+
+    def resolve(self, text: str, source: str, view: StepView) -> str | None:
+        """The action ``text`` becomes when executed now, or None when it cannot or may not run."""
+        return self.candidate(text, source, view).action
 
     def first(self, texts: list[str], source: str, view: StepView) -> str | None:
         """The first of ``texts`` (rank order) that resolves."""

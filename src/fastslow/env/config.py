@@ -3,6 +3,8 @@ and composed into ``RunConfig`` by ``fastslow.config``."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
@@ -38,6 +40,13 @@ class EnvConfig(StrictModel):
     one set for SwiftSage's failure messages, SRM's invalid loop and everything else that classifies
     ScienceWorld's feedback (``fastslow.env.semantics``). "No known action matches that input." is
     invalid input whatever the markers."""
+    valid_filter: Literal["none", "authors"] = "none"
+    """Which valid actions the agent is shown. "none": ScienceWorld's own list. "authors": the paper
+    authors' filtered list (``fastslow.env.valid.filter_valid``: "open door to <room>" and "wait"/"wait1"
+    added; focus on the agent, the air or a room, focus/examine actions sharing no word with the task
+    description, and door actions other than opening removed), applied to every ``StepResult`` by the
+    ``ValidFilter`` env wrapper. The paper configurations use "authors"; the fast pathway (Swift) is
+    measured with both."""
 
     @field_validator("failure_markers")
     @classmethod

@@ -21,7 +21,7 @@ from fastslow.config import RunConfig
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
 from fastslow.env.tasks import get_task
-from fastslow.env.wrappers import Env, TimeLimit
+from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
 from fastslow.errors import EnvError
 from fastslow.events import (
     EndState,
@@ -121,6 +121,8 @@ def run_episode(
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
+    if config.env.valid_filter == "authors":
+        env = ValidFilter(env)
     env = TimeLimit(env, config.env.step_limit)
     end, error = EndState.ERROR, None
     result: StepResult | None = None

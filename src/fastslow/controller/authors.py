@@ -1,0 +1,226 @@
+"""The paper's arbitration as its authors' code runs it (``controller.escalation.kind: authors``).
+
+The paper (§3) describes SwiftSage's arbitration; its numbers come from the authors' final loop
+(joaommeneses/Autonomous-Agent-with-Adaptive-Memory: ``eval_agent_fast_slow.py`` and
+``eval_utils.findValidActionWithSystem2``), which differs from SwiftSage's text at points that change
+results. ``escalation.Arbiter`` is SwiftSage as described; this module is the authors' loop, used by the
+``paper*``, ``baseline``, ``amm``, ``srm`` and ``full`` configurations (docs/fidelity.md, rows A1-A9):
+
+- Swift is judged on its top prediction only, after the authors' rewrites (``env.valid.rewrite``); a
+  top prediction repeating a ``wait`` right after a wait gives way to the next one.
+- Forcing rules (they ignore the cooldown): two loop iterations without an env step, two failure
+  messages since Sage last ran (cumulative, the authors' strict phrase test ``env.valid.authors_failed``),
+  or - without SRM - a Swift focus tried before Sage has focused (``FocusGate``).
+- No valid Swift action: Sage at once, unless Sage ran in the last two steps; a valid one: Sage only on
+  no progress (enough actions, Sage not recent, no reward lately, the action repeats a recent one).
+- Sage is held back after two consecutive calls, at most once per env step, and the forcing rules are
+  off for a step after the LoopGuard fired (repeated observation without reward, repeated Sage replans in
+  one state, a wait/thermometer loop: the buffer is cleared).
+- Nothing invalid is executed: held-back Sage -> the first valid of Swift's top three non-focus
+  predictions, else the nearest valid action by embedding; Sage's failure -> the nearest valid action to
+  Swift's top; Sage already ran this step and nothing it planned can run -> the authors' deterministic
+  fallback (``env.valid.deterministic_fallback``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fastslow.controller.config import EscalationConfig
+from fastslow.controller.escalation import Block, Rule
+from fastslow.controller.hooks import LoopHook, StepDone
+from fastslow.controller.resolver import Candidate, StepView, refuse
+from fastslow.core.step import StepResult
+from fastslow.core.trajectory import Turn
+from fastslow.env import valid as authors
+from fastslow.env.semantics import FOCUS
+
+STUCK_K = 3
+"""The LoopGuard's streak length (the authors' ``STUCK_K``)."""
+FOCUS_FREE_TRIES = 3
+"""A Swift focus outside the task's focus targets runs on its third try (the authors' focus gate)."""
+SAME_STATE_REPLANS = 2
+"""Sage replanning this many times in one state counts as stuck (the LoopGuard)."""
+
+
+def state_signature(result: StepResult) -> tuple[str, str, str]:
+    """The authors' "same state" for Sage replans: room, look (200 chars), inventory (80 chars)."""
+    return (authors.current_room(result.look) or "", result.look[:200], result.inventory[:80])
+
+
+@dataclass
+class AuthorsArbiter:
+    """The authors' counters over the loop and the rules that read them (same calls as ``Arbiter``)."""
+
+    cfg: EscalationConfig
+    actions: list[str] = field(default_factory=list)
+    rewards: list[int] = field(default_factory=list)
+    failures: list[Turn] = field(default_factory=list)
+    """Failure messages since Sage last ran (the authors' ``failed_messages``: cleared only by Sage)."""
+    no_step: int = 0
+    """Loop iterations without an env step (the authors' ``no_action_done``; 1 in a plain iteration)."""
+    sage_calls: int = 0
+    last_sage_step: int = -1
+    """The authors' ``last_time_system2`` (-1 before the first call: Sage is "recent" at steps 0-1)."""
+    consecutive_sage: int = 0
+    sage_calls_this_step: int = 0
+    forced_off_until: int = -1
+    """The LoopGuard turned the forcing rules off before this step (the authors' disable_system2 step)."""
+    focus: FocusGate | None = None
+    """The non-SRM focus gate whose state the focus forcing rule reads (None: no gate)."""
+    # the LoopGuard's streaks
+    no_reward_streak: int = 0
+    repeat_obs_streak: int = 0
+    repeat_action_streak: int = 0
+    same_state_replans: int = 0
+    _last_obs: str = ""
+    _last_action: str = ""
+    _last_sage_state: tuple[str, str, str] | None = None
+    _step: int = -1
+    _forced: tuple[Rule, str] | None = None
+
+    def begin(self, step: int) -> None:
+        """A new env step's first loop iteration."""
+        if step != self._step:
+            self._step = step
+            self.sage_calls_this_step = 0
+            self.no_step = 1
+
+    def iteration_without_step(self) -> None:
+        self.no_step += 1
+
+    def start_iteration(self, step: int) -> None:
+        """The authors test the forcing rules at the top of each loop iteration, before Swift runs (a
+        focus Swift tries in this iteration forces Sage in the next one)."""
+        self._forced = self.forced(step)
+
+    @property
+    def forcing(self) -> bool:
+        """A forcing rule holds for this iteration: the authors do not ask Swift (its focus is not tried)."""
+        return self._forced is not None
+
+    def forced(self, step: int) -> tuple[Rule, str] | None:
+        if step < self.forced_off_until:
+            return None
+        if self.no_step >= 2:
+            return Rule.NO_STEP, f"{self.no_step - 1} loop iteration(s) without an env step"
+        if len(self.failures) >= 2:
+            return Rule.FAILURE_MESSAGES, f"{len(self.failures)} failure messages since Sage last ran"
+        if self.focus is not None and self.focus.swift_tries >= 1 and not self.focus.sage_focused:
+            return Rule.FOCUS_BEFORE_SAGE, "Swift tried a focus before Sage has focused"
+        return None
+
+    def check(self, swift_action: str | None, step: int) -> tuple[Rule, str] | None:
+        """The rule that sends this iteration to Sage; None keeps Swift's (valid) top action."""
+        if self._forced is not None:
+            return self._forced
+        if swift_action is None:
+            return Rule.INVALID_ACTION, "Swift's top prediction is not a valid action"
+        cfg = self.cfg
+        since = step - self.last_sage_step
+        keep = (
+            len(self.actions) + 1 < cfg.min_actions  # the authors' history starts with "look around"
+            or since < cfg.sage_interval
+            or any(r > 0 for r in self.rewards[-cfg.reward_window :])
+            or swift_action not in self.actions[-cfg.repeat_window :]
+        )
+        if keep:
+            return None
+        return Rule.NO_PROGRESS, f"no reward lately and '{swift_action}' repeats a recent action"
+
+    def blocked(self, step: int, rule: Rule) -> Block | None:
+        if self.sage_calls_this_step >= 1:
+            return Block.PER_STEP
+        if self.cfg.max_consecutive_sage and self.consecutive_sage >= self.cfg.max_consecutive_sage:
+            return Block.CONSECUTIVE
+        if rule is Rule.INVALID_ACTION and step - self.last_sage_step <= self.cfg.sage_cooldown:
+            return Block.COOLDOWN
+        return None
+
+    def sage_called(self, step: int, state: tuple[str, str, str]) -> None:
+        self.sage_calls += 1
+        self.sage_calls_this_step += 1
+        self.last_sage_step = step
+        self.consecutive_sage += 1
+        self.failures.clear()
+        self.no_step += 1  # the authors' loop goes round once more to read the new buffer
+        self.same_state_replans = self.same_state_replans + 1 if state == self._last_sage_state else 1
+        self._last_sage_state = state
+
+    def swift_acted(self) -> None:
+        """Swift's (or a fallback's) action was chosen: the consecutive-Sage and replan streaks end."""
+        self.consecutive_sage = 0
+        self.same_state_replans = 0
+
+    def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
+        return list(self.failures)
+
+    def executed(self, action: str, source: str, observation: str, reward: int, step: int) -> str | None:
+        """Count an executed step; returns why the LoopGuard clears the buffer, or None."""
+        self.actions.append(action)
+        self.rewards.append(reward)
+        if authors.authors_failed(observation):
+            self.failures.append(Turn(step, action, source, observation, 0, reward))
+        self.no_reward_streak = self.no_reward_streak + 1 if reward <= 0 else 0
+        obs = " ".join(observation.split())  # the authors compare sanitised text: whitespace aside
+        norm = action.strip().lower()
+        self.repeat_obs_streak = self.repeat_obs_streak + 1 if obs == self._last_obs else 1
+        self.repeat_action_streak = self.repeat_action_streak + 1 if norm == self._last_action else 1
+        self._last_obs, self._last_action = obs, norm
+        waiting = norm.startswith("wait") or norm.startswith("use thermometer on")
+        reason = None
+        if self.repeat_obs_streak >= STUCK_K and self.no_reward_streak >= STUCK_K:
+            reason = f"the same observation {self.repeat_obs_streak} times without reward"
+        elif self.same_state_replans >= SAME_STATE_REPLANS and source == "sage":
+            reason = f"Sage replanned {self.same_state_replans} times in the same state"
+        elif waiting and self.repeat_action_streak >= STUCK_K and self.repeat_obs_streak >= STUCK_K:
+            reason = f"'{action}' {self.repeat_action_streak} times with the same observation"
+        if reason is not None:
+            # The authors' step index of this step is step - 1; forcing stays off for the next one.
+            self.forced_off_until = max(self.forced_off_until, step - 1 + self.cfg.sage_cooldown)
+            self.same_state_replans = 0
+            return f"LoopGuard: {reason}"
+        return None
+
+
+class FocusGate(LoopHook):
+    """The authors' focus rules without SRM (with SRM, Gate-1's focus limit replaces them).
+
+    Before Sage has focused, a Swift focus runs only if its target names one of the task's focus targets
+    (``focus on X`` phrases of the description) or on Swift's third focus try; once the task's focus
+    count of rewarded focus actions is reached (``env.valid.FOCUS_COUNT``, or the description's number of
+    "focus" if larger), every further focus is dropped."""
+
+    def __init__(self, task_id: int, description: str) -> None:
+        self.targets = [authors.clean_unknown_substance(t) for t in authors.focus_targets(description)]
+        self.limit = authors.focus_limit(task_id, description)
+        self.swift_tries = 0
+        self.sage_focused = False
+        self.useful: list[str] = []
+
+    @property
+    def done(self) -> bool:
+        return len(self.useful) >= self.limit
+
+    def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
+        action = candidate.answers or candidate.action
+        if action is None or not action.startswith(FOCUS):
+            return candidate
+        if self.done:
+            return refuse(candidate, "focus_done")
+        if candidate.source != "swift" or self.sage_focused:
+            return candidate
+        self.swift_tries += 1
+        named = any(t in authors.clean_unknown_substance(action) for t in self.targets)
+        if named or self.swift_tries >= FOCUS_FREE_TRIES:
+            return candidate
+        return refuse(candidate, "focus_gate")
+
+    def after_step(self, step: StepDone) -> list[str]:
+        if step.action.startswith(FOCUS):
+            if step.source == "sage":
+                self.sage_focused = True
+            if step.result.reward > 0:
+                self.useful.append(step.action)
+        return []
