@@ -19,7 +19,7 @@ import pytest
 import fastslow.controller.sage as sage_mod
 import fastslow.memory.injection as injection_mod
 import fastslow.reflection.critic as critic_mod
-import fastslow.swift.t5 as t5_mod
+import fastslow.swift.t5_format as t5_mod
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
@@ -99,7 +99,6 @@ def _prompts(traj: Trajectory) -> dict[str, Any]:
         _record("xyzzy", "avoidance", "No known action matches that input."),
     ]
     cur = traj.current
-    history = [(t.action, t.observation, t.reward) for t in traj.turns]
     return {
         "sage_plan": [m["content"] for m in sage.messages(request)],
         "sage_plan_bare": [m["content"] for m in sage.messages(PlanRequest(traj=traj, step=4))],
@@ -112,17 +111,8 @@ def _prompts(traj: Trajectory) -> dict[str, Any]:
             for audience in ("swift", "sage", "critic")
             for budget in (5000, 450)
         },
-        "t5": t5_mod.format_input(
-            traj.task_description,
-            cur.steps,
-            cur.score,
-            history,
-            cur.look,
-            cur.inventory,
-            traj.visited_rooms,
-            [("activate stove", "The stove is now activated.", "success")],
-        ),
-        "t5_bare": t5_mod.format_input(traj.task_description, 0, 0, [], cur.look, cur.inventory, []),
+        "t5": t5_mod.render_trajectory(traj, records[:1]),
+        "t5_bare": t5_mod.render_v4(traj.task_description, 0, [], cur.look, cur.inventory, []),
     }
 
 

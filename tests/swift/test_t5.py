@@ -14,7 +14,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows
-from fastslow.swift.t5 import T5Swift, format_input, seq2seq_pairs, train_t5
+from fastslow.swift.t5 import T5Swift, seq2seq_pairs, train_t5
 from integration.tiny_t5 import tiny_t5
 
 pytest.importorskip("transformers")
@@ -29,22 +29,17 @@ def tiny_checkpoint(gold_dir: Path, out: Path) -> Path:
 
 
 def test_input_follows_swiftsage_layout(gold_dir: Path) -> None:
+    """The training input of a gold step in SwiftSage's v4 layout (test_t5_format.py pins the bytes)."""
     row = list(read_rows(gold_dir))[12]
-    text = format_input(
-        row["task_description"],
-        row["step"],
-        row["score"],
-        [(h["action"], h["observation"], h["reward"]) for h in row["history"]],
-        row["look"],
-        row["inventory"],
-        row["visited_rooms"],
-    )
+    text = seq2seq_pairs(gold_dir)[12][0]
     parts = text.split(" </s> ")
     assert parts[0].startswith("Your task is to focus on the life stages")
-    assert parts[1] == f"Time: {row['step']}; Score: {row['score']};"
-    assert parts[2].count(" --> ") == len(row["history"]) == 10
-    assert parts[3].startswith("Current environment: This")
-    assert parts[-1] == "What action should you do next?"
+    assert parts[1] == f"Time: {row['step'] + 1}; Score: {row['score']};"
+    assert parts[2] == "Action history:"
+    assert parts[3].startswith("<extra_id_10> ") and 1 <= parts[3].count(" --> ") <= 10
+    assert parts[4].startswith("Current environment: This")
+    assert parts[-2:] == [" What action should you do next?", ""]
+    assert "\n" not in text and "\t" not in text
 
 
 def test_tiny_t5_finetunes_and_decodes(gold_dir: Path, tmp_path: Path, env: ScienceWorldAdapter) -> None:
@@ -60,3 +55,10 @@ def test_tiny_t5_finetunes_and_decodes(gold_dir: Path, tmp_path: Path, env: Scie
     scores = [c.score for c in proposal.candidates]
     assert scores == sorted(scores, reverse=True)
     assert 0.0 < proposal.confidence <= 1.0
+    # SwiftSage's in-place history cleaning depends on the states Swift was asked at: its own calls.
+    traj = Trajectory(13, task.name, 0, first.task_description, first)
+    assert swift._renamed_lines(traj) == 0
+    traj.record("look around", "swift", env.step("look around"))
+    traj.record("look around", "sage", env.step("look around"))
+    assert swift._renamed_lines(traj) == 1
+    assert swift._renamed_lines(traj) == 3

@@ -5,7 +5,9 @@ variations of all 30 tasks and writes one gzipped JSONL file per episode: every 
 SwiftSage's Swift reads (task; time and score; recent actions with reward and observation; look;
 inventory; visited rooms), the valid-action set and the gold action. A manifest records examples per
 task, the ScienceWorld version and the command. Only train variations are accepted, so dev and test
-variations never enter training data.
+variations never enter training data. A row keeps the last 10 turns; inputs that read the whole
+episode (the Flan-T5 format, ``swift/t5_format.py``) rebuild its trajectory from consecutive rows
+(``replay_rows``), so training renders exactly what inference renders.
 
 Gold paths are written for the full game, so under the "easy" simplification they are rewritten
 before replay (measured in SWIFT_NOTES): "open door to X" is dropped (doors start open),
@@ -33,6 +35,7 @@ from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import Split, all_tasks, get_task
 from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError, UsageError
+from fastslow.events import EndState
 
 MANIFEST = "manifest.json"
 HISTORY_TURNS = 10
@@ -249,11 +252,59 @@ def write_manifest(out: Path, split: str, per_task: int, simplification: str) ->
     return manifest
 
 
-def read_rows(data: Path) -> Iterator[dict[str, Any]]:
-    """Every example of a dataset directory, episode by episode."""
+def read_episodes(data: Path) -> Iterator[list[dict[str, Any]]]:
+    """The examples of a dataset directory, one list per episode, in step order."""
     if not (data / MANIFEST).is_file():
         raise UsageError(f"{data} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
     for path in sorted(data.glob("*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                yield json.loads(line)
+            yield [json.loads(line) for line in fh]
+
+
+def read_rows(data: Path) -> Iterator[dict[str, Any]]:
+    """Every example of a dataset directory, episode by episode."""
+    for rows in read_episodes(data):
+        yield from rows
+
+
+def _state_of(row: dict[str, Any]) -> StepResult:
+    """The state a row was taken in; its observation is that of the step that led there ("" at reset)."""
+    last = row["history"][-1] if row["history"] else None
+    return StepResult(
+        observation=str(last["observation"]) if last else "",
+        score=int(row["score"]),
+        reward=int(last["reward"]) if last else 0,
+        moves=int(row["moves"]),
+        steps=int(row["step"]),
+        look=str(row["look"]),
+        inventory=str(row["inventory"]),
+        task_description=str(row["task_description"]),
+        valid_actions=tuple(str(a) for a in row["valid_actions"]),
+        end=EndState.RUNNING,
+    )
+
+
+def replay_rows(rows: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Trajectory]]:
+    """Each row of one episode with the whole trajectory up to it, rebuilt from the rows.
+
+    A row keeps only the last ``HISTORY_TURNS`` turns, but consecutive rows hold every step: the newest
+    turn of row k+1 is the step taken at row k. Inputs that read the whole episode (the T5 format's
+    history cleaning, its visited rooms) are built from this trajectory, as at inference. The trajectory
+    is one object advanced in place: read it before taking the next row.
+    """
+    traj: Trajectory | None = None
+    for i, row in enumerate(rows):
+        if int(row["step"]) != i:
+            raise UsageError(f"episode rows out of order: row {i} is step {row['step']}")
+        state = _state_of(row)
+        if traj is None:
+            traj = Trajectory(
+                int(row["task_id"]),
+                str(row["task_name"]),
+                int(row["variation"]),
+                state.task_description,
+                state,
+            )
+        else:
+            traj.record(str(row["history"][-1]["action"]), "oracle", state)
+        yield row, traj

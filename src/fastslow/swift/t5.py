@@ -2,15 +2,17 @@
 
 SwiftSage fine-tunes Flan-T5-large on oracle trajectories and decodes the next action with beam
 search (5 beams, at most 16 tokens). ``T5Swift`` loads such a seq2seq checkpoint from a local
-directory (nothing is downloaded), formats the input SwiftSage's way (``prompts/swift_t5.j2``) and
-returns the top-k beams as ranked candidates; the confidence is the softmax of the beam scores.
-``train_t5`` fine-tunes any local seq2seq checkpoint on the gold dataset with the HF trainer
-(``fastslow train swift-t5``). torch and transformers are the optional extra ``t5``.
+directory (nothing is downloaded), renders the input in SwiftSage's exact format (``swift/t5_format.py``,
+so SwiftSage's public ``swift_sw`` checkpoint reads what it was trained on) and returns the top-k beams
+as ranked candidates; the confidence is the softmax of the beam scores. ``train_t5`` fine-tunes any
+local seq2seq checkpoint on the gold dataset with the HF trainer (``fastslow train swift-t5``), on inputs
+rendered by the same function. torch and transformers are the optional extra ``t5``.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,9 @@ from typing import Any
 from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
 from fastslow.swift.base import Candidate, MemoryHint, Proposal
-from fastslow.swift.data import HISTORY_TURNS, match_valid, read_rows
+from fastslow.swift.data import match_valid, read_episodes, replay_rows
+from fastslow.swift.t5_format import decoded_action, render_trajectory
 from fastslow.swift.train import label_of
-from fastslow.templates import prompt_template
 
 SOURCE_MAX_TOKENS = 1024
 TARGET_MAX_TOKENS = 16
@@ -35,47 +37,6 @@ def _require() -> tuple[Any, Any]:
             "the t5 Swift backend needs the optional extra: pip install torch==2.13.0 'fastslow[t5]'"
         ) from exc
     return torch, transformers
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def format_input(
-    task_description: str,
-    step: int,
-    score: int,
-    history: Sequence[tuple[str, str, int]],
-    look: str,
-    inventory: str,
-    visited_rooms: Sequence[str],
-    memories: Sequence[tuple[str, str, str]] = (),
-) -> str:
-    """SwiftSage's Swift input for one state (the last 10 actions only)."""
-    return prompt_template("swift_t5.j2").render(
-        task_description=_flat(task_description.replace("Task Description:", "")),
-        step=step,
-        score=score,
-        history=[
-            {"action": a, "observation": _flat(o), "reward": r} for a, o, r in list(history)[-HISTORY_TURNS:]
-        ],
-        look=_flat(look),
-        inventory=_flat(inventory),
-        visited_rooms=list(visited_rooms),
-        memories=[{"action": a, "observation": _flat(o), "tag": t} for a, o, t in memories],
-    )
-
-
-def input_of_row(row: dict[str, Any]) -> str:
-    return format_input(
-        str(row["task_description"]),
-        int(row["step"]),
-        int(row["score"]),
-        [(h["action"], h["observation"], int(h["reward"])) for h in row["history"]],
-        str(row["look"]),
-        str(row["inventory"]),
-        [str(r) for r in row["visited_rooms"]],
-    )
 
 
 class T5Swift:
@@ -96,6 +57,21 @@ class T5Swift:
         self.top_k = top_k
         self.num_beams = max(num_beams, top_k)
         self.max_new_tokens = max_new_tokens
+        self._last_call: tuple[weakref.ref[Trajectory], int] | None = None
+        """The episode of the last call and its history length then (see ``_renamed_lines``)."""
+
+    def _renamed_lines(self, traj: Trajectory) -> int:
+        """History lines that SwiftSage's loop would have renamed by now (``t5_format.clean_history``).
+
+        SwiftSage cleans its running history in place at every Swift call, so what an input shows
+        depends on which earlier states Swift was asked at. Those are this proposer's own earlier calls
+        on the same trajectory; a new trajectory is a new episode, with nothing renamed yet.
+        """
+        lines = len(traj.turns) + 1  # the seed line, then one per step
+        last = self._last_call
+        renamed = last[1] if last is not None and last[0]() is traj else 0
+        self._last_call = (weakref.ref(traj), lines)
+        return renamed
 
     def generate(self, text: str) -> list[tuple[str, float]]:
         """Decoded actions and their beam scores (length-normalised log-probabilities), best first."""
@@ -112,22 +88,14 @@ class T5Swift:
                 return_dict_in_generate=True,
                 early_stopping=True,
             )
-        texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
+        # Decoded with the special tokens and cleaned as SwiftSage does (``decoded_action``).
+        texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=False)
         scores = out.sequences_scores.tolist() if out.sequences_scores is not None else [0.0] * len(texts)
-        return [(t.strip(), float(s)) for t, s in zip(texts, scores, strict=True)]
+        return [(decoded_action(t), float(s)) for t, s in zip(texts, scores, strict=True)]
 
     def propose(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> Proposal:
         cur = traj.current
-        text = format_input(
-            traj.task_description,
-            cur.steps,
-            cur.score,
-            [(t.action, t.observation, t.reward) for t in traj.turns],
-            cur.look,
-            cur.inventory,
-            traj.visited_rooms,
-            [(m.action, m.observation, m.tag) for m in memories or ()],
-        )
+        text = render_trajectory(traj, memories, self._renamed_lines(traj))
         valid = set(cur.valid_actions)
         seen: dict[str, float] = {}
         for action, score in self.generate(text):
@@ -144,11 +112,14 @@ class T5Swift:
 
 
 def seq2seq_pairs(data: Path) -> list[tuple[str, str]]:
-    """(input, target action) for every gold step; the target uses the valid-list spelling if any."""
+    """(input, target action) for every gold step; the target uses the valid-list spelling if any.
+
+    The input is rendered from the episode's trajectory up to the step, exactly as at inference."""
     pairs: list[tuple[str, str]] = []
-    for row in read_rows(data):
-        target = label_of(str(row["gold_action"]), row["valid_actions"]) or str(row["gold_action"])
-        pairs.append((input_of_row(row), target))
+    for rows in read_episodes(data):
+        for row, traj in replay_rows(rows):
+            target = label_of(str(row["gold_action"]), row["valid_actions"]) or str(row["gold_action"])
+            pairs.append((render_trajectory(traj), target))
     return pairs
 
 
