@@ -211,12 +211,12 @@ def test_refusal_markers_are_one_configurable_set() -> None:
 
 def test_configured_markers_reach_escalation_and_stagnation(env: ScienceWorldAdapter) -> None:
     arbiter = Arbiter(EscalationConfig(), markers=("can't",))
-    arbiter.executed("open table", "swift", "The table is not openable.", 0)
+    arbiter.executed("open table", "swift", "The table is not openable.", 0, 1)
     assert arbiter.failure_streak == 0
-    arbiter.executed("pick up air", "swift", "You can't pick up a gas directly.", 0)
+    arbiter.executed("pick up air", "swift", "You can't pick up a gas directly.", 0, 2)
     assert arbiter.failure_streak == 1
     default = Arbiter(EscalationConfig())
-    default.executed("open table", "swift", "The table is not openable.", 0)
+    default.executed("open table", "swift", "The table is not openable.", 0, 1)
     assert default.failure_streak == 1
     # The stagnation detector's invalid loop with and without "not" as a marker, on real refusals.
     runs = {}
