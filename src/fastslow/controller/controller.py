@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from fastslow.agents.base import Decision, EarlyStop, EpisodeContext
 from fastslow.controller.authors import AuthorsArbiter, FocusGate, state_signature
@@ -53,6 +55,16 @@ from fastslow.events import (
 from fastslow.swift.base import Proposal, Proposer
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SageMiss:
+    """Sage ran and gave nothing to run now: ``error`` (the call failed), ``empty`` (no action in the
+    plan), ``none_runs`` (planned actions, none of which can run in this state)."""
+
+    kind: Literal["error", "empty", "none_runs"]
+    why: str
+
 
 MAX_ITERATIONS = 8
 """Loop iterations one timestep may take in the authors' loop before the deterministic fallback runs
@@ -241,13 +253,14 @@ class SwiftSageAgent:
         return self._nearest(proposal, view, f"{reason}: no valid swift prediction")
 
     def _after_sage(
-        self, why: str, chosen: str | None, proposal: Proposal, view: StepView, rule: Rule
+        self, miss: SageMiss, chosen: str | None, proposal: Proposal, view: StepView, rule: Rule
     ) -> Decision:
-        """Sage ran and nothing it planned runs now (``why``)."""
+        """Sage ran and nothing it planned runs now (``miss``)."""
+        why = miss.why
         if not self.authors_loop:
             return self._swift_decision(chosen, proposal, view, f"{rule.value}: {why}, swift acts")
         self.arbiter.swift_acted()
-        if why.startswith("sage failed") or why == "sage gave no valid action":
+        if miss.kind in ("error", "empty"):
             # The authors: a planning error or an empty plan -> the nearest valid action to Swift's top.
             return self._nearest(proposal, view, f"{rule.value}: {why}")
         # A plan none of whose actions can run: their loop goes round once more, and Sage has already run
@@ -425,7 +438,9 @@ class SwiftSageAgent:
     def _failures(self) -> Sequence[Turn]:
         return self.arbiter.failures_for_prompt(self._traj().turns)
 
-    def _call_sage(self, sage: Planner, rule: Rule, proposal: Proposal, view: StepView) -> Decision | str:
+    def _call_sage(
+        self, sage: Planner, rule: Rule, proposal: Proposal, view: StepView
+    ) -> Decision | SageMiss:
         """Sage's first planned action, or why there is none (then Swift acts)."""
         step = view.result.steps
         traj = self._traj()
@@ -452,11 +467,11 @@ class SwiftSageAgent:
             )
         )
         if plan.error:
-            return f"sage failed ({plan.error})"
+            return SageMiss("error", f"sage failed ({plan.error})")
         # The authors' buffer takes the plan as parsed, valid now or not: its scan drops what cannot run.
         actions = plan.actions or (plan.parsed if self.authors_loop else ())
         if not actions:
-            return "sage gave no valid action"
+            return SageMiss("empty", "sage gave no valid action")
         planned = min(len(actions), self.buffer.size)
         items = [
             Buffered(a.action, "sage", a.expected, f"sage plan @{step} ({rule.value}) {i}/{planned}")
@@ -464,4 +479,4 @@ class SwiftSageAgent:
         ]
         self.buffer.clear()  # a new plan replaces whatever was left of an old one
         self._push(items, "sage", step)
-        return self._from_buffer(view) or "sage's actions were all invalid"
+        return self._from_buffer(view) or SageMiss("none_runs", "sage's actions were all invalid")
