@@ -56,6 +56,9 @@ def test_module_configs_differ_from_their_base_only_in_their_module() -> None:
     assert _sections("amm", ("amm",)) == _sections("baseline", ("amm",))
     srm, baseline = _sections("srm", ("srm", "critic")), _sections("baseline", ("srm", "critic"))
     assert srm["controller"].pop("focus_gate") is False and baseline["controller"].pop("focus_gate") is True  # type: ignore[attr-defined]
+    # ... and the deferral of a focus on an unseen target, their Gate-1's
+    assert srm["controller"]["buffer"].pop("defer_unseen_focus") is True  # type: ignore[index]
+    assert baseline["controller"]["buffer"].pop("defer_unseen_focus") is False  # type: ignore[index]
     assert srm == baseline
     for name in ("srm", "full", "paper-srm", "paper-full"):
         assert load_config(name).controller.focus_gate is False, name

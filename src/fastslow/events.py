@@ -267,6 +267,9 @@ class BufferPop(_Event):
     """The action executed; None when every remaining buffered action was skipped."""
     skipped: list[str] = []
     """Buffered actions dropped because no valid action matched them now."""
+    deferred: list[str] = []
+    """Focus actions on a target not seen yet, moved after the buffer's next teleport (the authors' loop
+    with SRM, ``buffer.defer_unseen_focus``)."""
     remaining: int
     """Actions left in the buffer."""
 

@@ -173,3 +173,18 @@ def test_no_progress_calls_sage_once_ten_actions_repeat_without_reward(play_modu
     escalations = run.of("escalation")
     assert [(e.step, e.rule, e.blocked) for e in escalations] == [(9, "no_progress", None)]
     assert run.steps[9].source == "sage"
+
+
+def test_with_srm_a_focus_on_an_unseen_target_waits_for_the_next_teleport(play_modules: Play) -> None:
+    """In the hallway no apple seed is in sight: with SRM the authors move Sage's "focus on apple seed"
+    after the plan's teleport outside instead of dropping it; without SRM it is dropped."""
+    swift = ScriptedSwift(lambda traj: ["look around"] if len(traj.turns) < 2 else ["dance wildly"])
+    plan = sage_replies("1. focus on apple seed\n2. teleport to outside\n3. inventory")
+    run = play_modules(swift, plan, config_name="srm", overrides=["critic.kind=rules"], step_limit=4)
+    pop = next(p for p in run.of("buffer_pop") if p.step == 2)
+    assert (pop.action, pop.deferred, pop.skipped) == ("teleport to outside", ["focus on apple seed"], [])
+    after = next(p for p in run.of("buffer_pop") if p.step == 3)
+    assert "focus on apple seed" in [after.action, *after.skipped]  # outside, the focus is next
+    run = play_modules(swift, plan, config_name="baseline", step_limit=3)
+    pop = next(p for p in run.of("buffer_pop") if p.step == 2)
+    assert (pop.skipped, pop.deferred) == (["focus on apple seed"], [])

@@ -12,6 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fastslow.controller.grounding import Grounder
+from fastslow.env.semantics import TELEPORT
+
+MAX_DEFERRALS = 3
+"""Most items one ``pop_admitted`` call may move back (the authors' loop: 3 reorders per step)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class PopResult:
     """The action to execute (already made valid), or None if the buffer ran dry."""
     skipped: tuple[Buffered, ...]
     """Actions dropped on the way because no valid action matched them."""
+    deferred: tuple[Buffered, ...] = ()
+    """Actions moved further back (``defer``) instead of dropped."""
 
 
 class ActionBuffer:
@@ -68,18 +74,35 @@ class ActionBuffer:
 
         return self.pop_admitted(ground)
 
-    def pop_admitted(self, admit: Callable[[Buffered], str | None], limit: int = 0) -> PopResult:
+    def pop_admitted(
+        self,
+        admit: Callable[[Buffered], str | None],
+        limit: int = 0,
+        defer: Callable[[Buffered], bool] | None = None,
+    ) -> PopResult:
         """The next buffered action ``admit`` turns into an executable one (grounding, then SRM Gate-1
         when it is on); the items it refuses are popped and reported as skipped. ``limit`` > 0: at most
-        that many items are tried (the rest stays for the caller to keep or clear)."""
+        that many items are tried (the rest stays for the caller to keep or clear). ``defer``: a refused
+        item it approves is moved right after the next teleport still in the buffer, instead of dropped
+        (at most ``MAX_DEFERRALS`` times per call; with no teleport left it is dropped)."""
         skipped: list[Buffered] = []
-        while self._items and (limit <= 0 or len(skipped) < limit):
+        deferred: list[Buffered] = []
+        tried = 0
+        while self._items and (limit <= 0 or tried < limit):
+            tried += 1
             item = self._items.popleft()
             action = admit(item)
             if action is not None:
-                return PopResult(Buffered(action, item.source, item.expected, item.reason), tuple(skipped))
+                found = Buffered(action, item.source, item.expected, item.reason)
+                return PopResult(found, tuple(skipped), tuple(deferred))
+            if defer is not None and len(deferred) < MAX_DEFERRALS and defer(item):
+                teleport = next((i for i, b in enumerate(self._items) if b.action.startswith(TELEPORT)), None)
+                if teleport is not None:
+                    self._items.insert(teleport + 1, item)
+                    deferred.append(item)
+                    continue
             skipped.append(item)
-        return PopResult(None, tuple(skipped))
+        return PopResult(None, tuple(skipped), tuple(deferred))
 
     def record_outcome(self, failed: bool, limit: int) -> tuple[Buffered, ...]:
         """Count a buffered outcome; clears (and returns) the rest after ``limit`` failures in a row."""

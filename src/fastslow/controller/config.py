@@ -55,6 +55,9 @@ class BufferConfig(StrictModel):
     expected_alias: bool = False
     """A head that cannot run is tried once more as its planned expected observation, when that text is
     itself an action (the authors' guessed-observation alias)."""
+    defer_unseen_focus: bool = False
+    """A focus head whose target is not among the valid actions yet is moved after the buffer's next
+    teleport instead of dropped (the authors' loop with SRM: their Gate-1 "target not observed yet")."""
 
 
 class SageRunConfig(StrictModel):

@@ -397,7 +397,8 @@ class SwiftSageAgent:
         """The next buffered action that runs now; heads that cannot run are dropped. With
         ``buffer.scan_limit`` (the authors: 5) at most that many heads are tried, the rest is cleared;
         with ``buffer.expected_alias`` a head is tried once more as its expected observation when that
-        text is itself an action (the authors' guessed-observation alias)."""
+        text is itself an action (the authors' guessed-observation alias); with
+        ``buffer.defer_unseen_focus`` a focus on a target not seen yet waits for the next teleport."""
         alias = self.cfg.buffer.expected_alias
 
         def admit(item: Buffered) -> str | None:
@@ -406,12 +407,17 @@ class SwiftSageAgent:
                 action = self.resolver.resolve(item.expected.lower(), item.source, view)
             return action
 
-        popped = self.buffer.pop_admitted(admit, limit=self.cfg.buffer.scan_limit)
+        def unseen_focus(item: Buffered) -> bool:
+            return item.action.startswith(FOCUS) and self.resolver.ground(item.action, view) is None
+
+        defer = unseen_focus if self.cfg.buffer.defer_unseen_focus else None
+        popped = self.buffer.pop_admitted(admit, limit=self.cfg.buffer.scan_limit, defer=defer)
         self.sink.emit(
             BufferPop(
                 step=view.result.steps,
                 action=popped.item.action if popped.item else None,
                 skipped=[b.action for b in popped.skipped],
+                deferred=[b.action for b in popped.deferred],
                 remaining=len(self.buffer),
             )
         )
