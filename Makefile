@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastslow-installed
 DEV_STAMP := $(VENV)/.fastslow-dev-installed
 
-.PHONY: install install-dev demo paper test test-slow lint clean
+.PHONY: install install-dev demo paper paper-sensitivity test test-slow lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,14 +43,30 @@ demo: install
 # resumes. The +AMM and full runs play the 60-episode warm-up first.
 WORKERS ?= 4
 PAPER_OUT ?= runs/paper
+# Extra `fastslow eval` options for every paper run, e.g. PAPER_ARGS="-o swift.model_path=/data/swift_sw".
+PAPER_ARGS ?=
 PAPER_CONFIGS := paper paper-amm paper-srm paper-full
 paper: install-dev
 	for c in $(PAPER_CONFIGS); do \
 		w=""; case $$c in *amm|*full) w=--warmup;; esac; \
 		$(VENV)/bin/fastslow eval --config $$c --set test $$w --workers $(WORKERS) \
-			--out $(PAPER_OUT)/$$c || exit 1; \
+			$(PAPER_ARGS) --out $(PAPER_OUT)/$$c || exit 1; \
 	done
 	$(VENV)/bin/fastslow report $(addprefix $(PAPER_OUT)/,$(PAPER_CONFIGS)) --out $(PAPER_OUT)/report
+
+# The paper's sensitivity analyses (Appendix F) with the paper's models, as `make paper` (same servers,
+# same failure before anything is written): Critic budget 6 and T1 off on the full system (with the
+# warm-up), +AMM in the weak-memory regime (no warm-up: the store starts empty). Beside runs/paper's
+# four configurations in one report.
+SENSITIVITY_CONFIGS := paper-full-critic6 paper-full-no-t1 paper-amm-weak-memory
+paper-sensitivity: install-dev
+	for c in $(SENSITIVITY_CONFIGS); do \
+		w=--warmup; case $$c in *weak-memory) w="";; esac; \
+		$(VENV)/bin/fastslow eval --config sensitivity/$$c --set test $$w --workers $(WORKERS) \
+			$(PAPER_ARGS) --out $(PAPER_OUT)/$$c || exit 1; \
+	done
+	$(VENV)/bin/fastslow report $(wildcard $(addprefix $(PAPER_OUT)/,$(PAPER_CONFIGS))) \
+		$(addprefix $(PAPER_OUT)/,$(SENSITIVITY_CONFIGS)) --out $(PAPER_OUT)/sensitivity-report
 
 lint: install-dev
 	$(VENV)/bin/ruff check src tests

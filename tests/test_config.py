@@ -99,7 +99,8 @@ def test_extends_merges_sections_and_reports_loops(tmp_path: Path) -> None:
         load_config(str(tmp_path / "missing.yaml"))
 
 
-ALL_CONFIGS = [*builtin_config_names(), "sensitivity/full-critic6", "sensitivity/full-no-t1"]
+SENSITIVITY = ["full-critic6", "full-no-t1", "paper-full-critic6", "paper-full-no-t1", "paper-amm-weak-memory"]
+ALL_CONFIGS = [*builtin_config_names(), *(f"sensitivity/{name}" for name in SENSITIVITY)]
 
 
 @pytest.mark.parametrize("name", ALL_CONFIGS)
@@ -261,3 +262,43 @@ def test_the_settings_of_the_chosen_backend_are_accepted() -> None:
     assert cfg.amm.table == "t2"
     # a config read back from its own dump stays valid (the workers re-validate what they are sent)
     assert type(cfg).model_validate_json(cfg.model_dump_json(context={"secrets": True})) == cfg
+
+
+def test_the_paper_sensitivity_configs_change_only_their_setting() -> None:
+    full = load_config("paper-full")
+    critic6 = load_config("sensitivity/paper-full-critic6")
+    assert critic6.critic.budget == 6 and full.critic.budget == 3
+    assert critic6.critic.model == full.critic.model and critic6.sage == full.sage and critic6.amm == full.amm
+    no_t1 = load_config("sensitivity/paper-full-no-t1")
+    assert no_t1.amm.retrieval.t1 is False and full.amm.retrieval.t1 is True
+    assert no_t1.srm == full.srm and no_t1.swift == full.swift
+    weak = load_config("sensitivity/paper-amm-weak-memory")
+    assert weak.amm == load_config("paper-amm").amm and weak.sage == load_config("paper-amm").sage
+    assert (weak.warmup, load_config("paper-amm").warmup, full.warmup, critic6.warmup) == (
+        "refused",
+        "required",
+        "required",
+        "required",
+    )
+    assert load_config("amm").warmup == "any"  # the embedded configs leave the regime to the command line
+
+
+@pytest.mark.parametrize(
+    ("config", "flags", "message"),
+    [
+        ("paper-full", [], "add --warmup"),
+        ("sensitivity/paper-amm-weak-memory", ["--warmup"], "run it without --warmup"),
+        ("amm", ["-o", "warmup=required"], "add --warmup"),
+    ],
+)
+def test_the_memory_regime_is_checked_before_writing(
+    config: str, flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r"
+    argv = ["eval", "--config", config, "--set", "test", "--tasks", "13", "--limit-per-task", "1", *flags]
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--out", str(out)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert not out.exists()

@@ -142,7 +142,7 @@ def eval_(
     Rerunning the same command resumes; a DIR holding another config's run is refused."""
     from fastslow.build import check_models
     from fastslow.env.episodes import Episode, parse_int_ranges, select_episodes, with_seeds
-    from fastslow.eval.evaluate import prepare_out_dir, warmup_spec
+    from fastslow.eval.evaluate import check_memory_regime, prepare_out_dir, warmup_spec
     from fastslow.eval.live import eval_with_progress, warmup_with_progress
     from fastslow.eval.rundir import claim_run, run_lock
 
@@ -159,6 +159,7 @@ def eval_(
     player = _config(warmup_config, []) if warmup_config else None
     if warmup and not cfg.amm.enabled:
         raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
+    check_memory_regime(cfg, warmup)
     check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
     prepare_out_dir(out)
     with run_lock(out):

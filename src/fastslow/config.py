@@ -65,6 +65,11 @@ class RunConfig(StrictModel):
     """SwiftSage controller settings: escalation rules, action buffer, Sage prompting, early stop."""
     amm: AmmConfig = AmmConfig()
     """AMM (adaptive episodic memory, paper §3.1) settings; off unless ``amm.enabled``."""
+    warmup: Literal["any", "required", "refused"] = "any"
+    """The memory regime this configuration stands for, checked by ``fastslow eval`` before anything
+    is written: ``required`` refuses a run without ``--warmup`` (the paper's populated store),
+    ``refused`` a run with it (the paper's weak-memory sensitivity regime: the store starts empty and
+    fills online only); ``any`` leaves it to the command line."""
 
     def with_seed(self, seed: int) -> RunConfig:
         """This configuration with every sampling model (Sage, Critic) seeded with ``seed``.

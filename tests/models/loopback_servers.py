@@ -73,12 +73,14 @@ MODEL_LIST = Answer(json.dumps({"object": "list", "data": [{"id": "canned", "obj
 
 class CannedServer:
     """Answers POST /v1/chat/completions with ``chat`` answers in order (the last one repeats) and
-    GET /v1/models with ``models``; records every request path."""
+    GET /v1/models with ``models``; records every request path and POST body."""
 
     def __init__(self, chat: list[Answer], models: Answer = MODEL_LIST) -> None:
         self.chat = chat
         self.models = models
         self.requests: list[str] = []
+        self.bodies: list[dict[str, object]] = []
+        """The JSON body of every POST, in order (what the client actually sent)."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -87,7 +89,8 @@ class CannedServer:
                 self._send(server.models if self.path.endswith("/models") else Answer("", status=404))
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                server.bodies.append(json.loads(raw or b"{}"))
                 posts = sum(r.startswith("POST") for r in server.requests)
                 server.requests.append(f"POST {self.path}")
                 self._send(server.chat[min(posts, len(server.chat) - 1)])

@@ -116,6 +116,7 @@ def evaluate(
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if executor not in EXECUTORS:
         raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
+    check_memory_regime(config, warmup)
     if warmup:
         _check_warmup(config, warmup_agent)
     check_models(config)  # a model server that is down fails here, before anything is written
@@ -184,6 +185,21 @@ def _progress(
             on_episode(outcome, done, total)
 
     return finished
+
+
+def check_memory_regime(config: RunConfig, warmup: bool) -> None:
+    """A UsageError before anything is written when ``--warmup`` contradicts the configuration's
+    ``warmup`` regime (the paper's populated store vs. its weak-memory sensitivity run)."""
+    if config.warmup == "required" and not warmup:
+        raise UsageError(
+            f"config {config.name} is measured with a populated memory store: add --warmup "
+            "(or use a config with warmup: any)"
+        )
+    if config.warmup == "refused" and warmup:
+        raise UsageError(
+            f"config {config.name} is the weak-memory regime (the store starts empty): "
+            "run it without --warmup"
+        )
 
 
 def _check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:

@@ -6,13 +6,26 @@
 
 from __future__ import annotations
 
-from fastslow.models.base import ChatModel, Completion, Message, ModelCallError, call_model
+from fastslow.models.base import (
+    ChatModel,
+    Completion,
+    FoldSystem,
+    Message,
+    ModelCallError,
+    call_model,
+    fold_system,
+)
 from fastslow.models.config import ModelConfig
 
 
 def make_model(cfg: ModelConfig) -> ChatModel:
     """The backend ``cfg.kind`` names. Raises ``ModelUnavailableError`` for a missing model file or API key;
     call ``check_available()`` on the result before an eval to find a server that is down."""
+    backend = _backend(cfg)
+    return FoldSystem(backend) if cfg.system_message == "fold" else backend
+
+
+def _backend(cfg: ModelConfig) -> ChatModel:
     if cfg.kind == "openai":
         from fastslow.models.openai_backend import OpenAIChatModel
 
@@ -26,4 +39,14 @@ def make_model(cfg: ModelConfig) -> ChatModel:
     return ScriptedModel(cfg.replies, cycle=cfg.cycle, model=cfg.model or "scripted")
 
 
-__all__ = ["ChatModel", "Completion", "Message", "ModelCallError", "ModelConfig", "call_model", "make_model"]
+__all__ = [
+    "ChatModel",
+    "Completion",
+    "FoldSystem",
+    "Message",
+    "ModelCallError",
+    "ModelConfig",
+    "call_model",
+    "fold_system",
+    "make_model",
+]

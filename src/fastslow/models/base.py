@@ -72,6 +72,49 @@ class ChatModel(Protocol):
         ...
 
 
+class FoldSystem:
+    """A backend whose model is called without a system message (``system_message: fold``): the system
+    prompt is put in front of the first user message, separated by a blank line."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+        self.backend = inner.backend
+        self.model = inner.model
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> Completion:
+        # call_model folds before logging (the event shows what the model got); a direct call folds here.
+        return self.inner.complete(
+            fold_system(messages), max_tokens=max_tokens, temperature=temperature, stop=stop
+        )
+
+    def check_available(self) -> None:
+        self.inner.check_available()
+
+
+def fold_system(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with every system message folded into the first user message after it."""
+    pending: list[str] = []
+    out: list[Message] = []
+    for m in messages:
+        if m["role"] == "system":
+            pending.append(m["content"])
+        elif m["role"] == "user" and pending:
+            out.append(Message(role="user", content="\n\n".join([*pending, m["content"]])))
+            pending = []
+        else:
+            out.append(m)
+    if pending:  # a system message with no user message after it still reaches the model
+        out.append(Message(role="user", content="\n\n".join(pending)))
+    return out
+
+
 def call_model(
     model: ChatModel,
     messages: Sequence[Message],
@@ -90,6 +133,8 @@ def call_model(
     Swift keeps acting) while the log still shows the attempt. ``record_text`` puts the prompt and the reply
     into the event (on by default: the logs are the audit trail).
     """
+    if isinstance(model, FoldSystem):
+        messages = fold_system(messages)
     logged_messages = (
         [{"role": m["role"], "content": m["content"]} for m in messages] if record_text else None
     )

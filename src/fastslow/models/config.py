@@ -74,6 +74,10 @@ class ModelConfig(StrictModel):
     answer use its full ``timeout_s`` (120 s) and leaves room for a quick retry after a proxy hiccup, while
     a hung server costs 3 minutes per call instead of the ~8 minutes that 4 attempts of 120 s plus
     back-off would; Sage and the Critic then fall back and the episode goes on."""
+    system_message: Literal["send", "fold"] = "send"
+    """send: the system prompt goes as a system message. fold: it is put in front of the first user
+    message and no system message is sent (the paper's authors call Qwen2.5-7B-Instruct that way in
+    their serving setup; docs/models.md)."""
     max_tokens: int = Field(512, ge=1)
     """Default cap on generated tokens per call (a call may pass its own)."""
     temperature: float = Field(0.0, ge=0, allow_inf_nan=False)
