@@ -99,7 +99,13 @@ def test_extends_merges_sections_and_reports_loops(tmp_path: Path) -> None:
         load_config(str(tmp_path / "missing.yaml"))
 
 
-SENSITIVITY = ["full-critic6", "full-no-t1", "paper-full-critic6", "paper-full-no-t1", "paper-amm-weak-memory"]
+SENSITIVITY = [
+    "full-critic6",
+    "full-no-t1",
+    "paper-full-critic6",
+    "paper-full-no-t1",
+    "paper-amm-weak-memory",
+]
 ALL_CONFIGS = [*builtin_config_names(), *(f"sensitivity/{name}" for name in SENSITIVITY)]
 
 
@@ -270,7 +276,8 @@ def test_the_paper_sensitivity_configs_change_only_their_setting() -> None:
     assert critic6.critic.budget == 6 and full.critic.budget == 3
     assert critic6.critic.model == full.critic.model and critic6.sage == full.sage and critic6.amm == full.amm
     no_t1 = load_config("sensitivity/paper-full-no-t1")
-    assert no_t1.amm.retrieval.t1 is False and full.amm.retrieval.t1 is True
+    assert no_t1.amm.retrieval.t1_inject is False and full.amm.retrieval.t1_inject is True
+    assert no_t1.amm.retrieval.t1 is True  # the authors' switch: T1 fires, its retry sees no memories
     assert no_t1.srm == full.srm and no_t1.swift == full.swift
     weak = load_config("sensitivity/paper-amm-weak-memory")
     assert weak.amm == load_config("paper-amm").amm and weak.sage == load_config("paper-amm").sage

@@ -10,7 +10,14 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.errors import UsageError
-from fastslow.eval.metrics import compute_metrics, controller_usage, memory_usage, run_metrics, srm_usage
+from fastslow.eval.metrics import (
+    compute_metrics,
+    controller_usage,
+    memory_usage,
+    paper_counters,
+    run_metrics,
+    srm_usage,
+)
 from fastslow.eval.records import METRICS_FORMAT, RunMetrics, read_run_metrics
 from fastslow.events import (
     CriticCall,
@@ -117,6 +124,7 @@ def _unversioned(events_dir: Path, ids: list[str]) -> str:
     metrics["mechanisms"] = {
         "memory": memory_usage(iter_events(p) for p in paths),
         "srm": srm_usage(iter_events(p) for p in paths),
+        "paper": paper_counters(iter_events(p) for p in paths),
     }
     return json.dumps(metrics, indent=2)
 
@@ -176,7 +184,7 @@ def test_read_back(tmp_path: Path) -> None:
             lambda d: d.pop("format_version"),
             r"written by an older fastslow \(unversioned\): no format_version",
         ),
-        (lambda d: d.update(format_version=99), "has metrics format 99; this fastslow reads format 3"),
+        (lambda d: d.update(format_version=99), "has metrics format 99; this fastslow reads format 4"),
         (lambda d: d["per_task"]["7"].pop("failures"), r"per_task\.7\.failures: Field required"),
         (lambda d: d.update(mean_score="high"), "mean_score: Input should be a valid number"),
         (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),

@@ -107,7 +107,8 @@ def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> N
             check=True,
         ).stdout
     # The results tables are static HTML; the trajectory rows exist only if the viewer's script ran.
-    assert dom.count('<table class="results">') == 6
+    # main, tasks, groups, success, the paper's counters, mechanisms, usage
+    assert dom.count('<table class="results">') == 7
     assert "find-non-living-thing" in dom or "lifespan-longest-lived" in dom
     assert dom.count('<tr class="step">') >= 4
     assert 'class="src-oracle"' in dom

@@ -179,6 +179,12 @@ def eval_(
             shared = "" if store.per_run else " (named by the config: shared on purpose)"
             records = record.starts[-1].store_records
             console.print(f"memory store: {store.location}{shared}, {records} records at start")
+            start = record.starts[-1]
+            if start.memory_ranking == "hybrid":
+                from fastslow.models.embeddings import MINILM_NAME
+
+                note = "" if start.memory_embedder == MINILM_NAME else ", a lexical stand-in, not semantic"
+                console.print(f"memory ranking: hybrid, BM25 + embedder {start.memory_embedder}{note}")
         if warmup and store is not None:  # (--warmup without AMM was refused above)
             console.print(f"warm-up: filling the memory store {store.location}")
             done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
@@ -340,9 +346,16 @@ def bench_memory_cmd(
         str | None,
         typer.Option("--pg-dsn", help="PostgreSQL DSN (default: FASTSLOW_PG_DSN or a temp server)."),
     ] = None,
+    rankings: Annotated[
+        str, typer.Option("--rankings", help="bm25 (filtered), hybrid (unfiltered, stored vectors) or both.")
+    ] = "bm25,hybrid",
+    embedder: Annotated[
+        str, typer.Option("--embedder", help="hybrid: auto (MiniLM if installed), minilm or lexical.")
+    ] = "auto",
 ) -> None:
-    """AMM retrieval latency (p50/p95 ms) of each store at each size."""
+    """AMM retrieval latency (p50/p95 ms) of each store and ranking at each size."""
     from fastslow.bench.memory import bench_memory
+    from fastslow.models.embeddings import EmbedderKind
 
     try:
         size_list = tuple(int(x) for x in sizes.split(","))
@@ -351,7 +364,13 @@ def bench_memory_cmd(
     kinds = tuple(x.strip() for x in stores.split(",") if x.strip())
     if not kinds or any(k not in ("sqlite", "postgres") for k in kinds) or any(n <= 0 for n in size_list):
         raise UsageError("--stores must list sqlite and/or postgres and --sizes positive integers")
-    result = bench_memory(size_list, queries, kinds, pg_dsn, progress=lambda line: console.print(line))
+    ranks = tuple(x.strip() for x in rankings.split(",") if x.strip())
+    if not ranks or any(r not in ("bm25", "hybrid") for r in ranks):
+        raise UsageError(f"--rankings must list bm25 and/or hybrid, got '{rankings}'")
+    if embedder not in ("auto", "minilm", "lexical"):
+        raise UsageError(f"--embedder must be auto, minilm or lexical, got '{embedder}'")
+    kind: EmbedderKind = "minilm" if embedder == "minilm" else "lexical" if embedder == "lexical" else "auto"
+    result = bench_memory(size_list, queries, kinds, pg_dsn, lambda line: console.print(line), ranks, kind)
     print(json.dumps(result))
 
 
@@ -393,6 +412,25 @@ def data_gold(
     console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
     counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}
     print(json.dumps(counts))
+
+
+@data_app.command("sage-demos")
+def data_sage_demos(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+    ] = None,
+    tasks: TasksOpt = None,
+) -> None:
+    """Replay train gold paths into the demo trajectories of Sage's authors' prompts (2 per task)."""
+    from fastslow.controller.demos import build_demos, demos_path
+    from fastslow.env.episodes import parse_int_ranges
+
+    task_ids = parse_int_ranges(tasks, "task") if tasks else None
+    target = out or demos_path()
+    data = build_demos(task_ids, progress=lambda line: console.print(line, highlight=False))
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    console.print(f"wrote {target}")
+    print(json.dumps({"tasks": len(data["demos"]), "demos": sum(len(d) for d in data["demos"].values())}))
 
 
 @train_app.command("swift")

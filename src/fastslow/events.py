@@ -348,11 +348,21 @@ class CriticCall(_Event):
     proposed: list[str] = []
     """Actions parsed from the Critic's answer, before filtering."""
     actions: list[str] = []
-    """Actions kept (exact valid-action strings, none on the avoid list, at most the configured number)."""
+    """Actions kept (exact valid-action strings, at most the configured number; fastslow's profile also
+    drops the report's avoid list, ``critic.prompt_actions: all`` keeps those of the prompt's list)."""
     budget_left: int
-    """Calls left in this episode after this one."""
+    """Calls left in this episode after this one (``critic.charge: injected``: injected calls only)."""
     error: str | None = None
     """Why the call produced no actions (model error, nothing parsed), if it did not."""
+    injected: bool = True
+    """The actions went into the buffer (with ``critic.charge: injected`` only such calls count against
+    the budget and start the cooldown)."""
+    skipped: str | None = None
+    """Why the answer was not injected: empty_output, low_quality_output (only recent actions or only
+    navigation), same_state_same_actions (starts the back-off); None when injected or nothing to skip."""
+    deferred: bool = False
+    """The call answered a report that waited for the buffer to run dry (``critic.timing:
+    empty_buffer``)."""
 
 
 class CriticEffect(_Event):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastslow.controller.controller import SwiftSageAgent
+from fastslow.controller.parsing import parse_actions, to_func
 from fastslow.core.trajectory import Trajectory
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import Event
@@ -41,12 +42,30 @@ def gold_swift(gold: Sequence[str]) -> ScriptedSwift:
     )
 
 
+AUTHORS_GROUND_MARK = "Answer in this format:"
+"""Ends the grounding prompt of the authors' profile (``prompts/sage_authors_ground.j2``)."""
+
+
 def is_plan_prompt(messages: Sequence[Message]) -> bool:
-    return "five questions" in messages[-1]["content"]
+    """A planning prompt of either profile (SwiftSage's says "five questions"; the authors' asks
+    "Question 5" and, unlike their grounding prompt, holds no advice)."""
+    text = messages[-1]["content"]
+    return "five questions" in text or ("Question 5:" in text and AUTHORS_GROUND_MARK not in text)
+
+
+def as_authors_reply(reply: str) -> str:
+    """A numbered grounding reply written in the authors' format ("Action 1: OPEN(door) --> ..."): an
+    action with no FUNC form stays plain text, which their reader skips."""
+    lines = []
+    for i, item in enumerate(parse_actions(reply), 1):
+        guess = f" --> {item.expected}" if item.expected else ""
+        lines.append(f"Action {i}: {to_func(item.action) or item.action}{guess}")
+    return "\n".join(lines) or reply
 
 
 def sage_replies(*grounding: str) -> Callable[[Sequence[Message]], str]:
-    """Scripted Sage: a fixed plan, then the given grounding replies in order (the last one repeats)."""
+    """Scripted Sage: a fixed plan, then the given grounding replies in order (the last one repeats),
+    numbered as SwiftSage's prompt asks, rewritten into FUNC form when the authors' prompt asks."""
     state = {"n": 0}
 
     def respond(messages: Sequence[Message]) -> str:
@@ -54,7 +73,7 @@ def sage_replies(*grounding: str) -> Callable[[Sequence[Message]], str]:
             return "1. objects: here. 2. nothing. 3. act. 4. next: act. 5. none."
         reply = grounding[min(state["n"], len(grounding) - 1)]
         state["n"] += 1
-        return reply
+        return as_authors_reply(reply) if AUTHORS_GROUND_MARK in messages[-1]["content"] else reply
 
     return respond
 

@@ -22,6 +22,11 @@ from fastslow.models.scripted import ScriptedModel
 
 Play = Callable[..., Run]
 
+SWIFTSAGE_PROMPT = ("controller.sage.prompt=swiftsage", "controller.sage.parse_retries=1")
+"""For the tests below whose scripted Sage plans in SwiftSage's numbered format with actions the authors'
+FUNC grammar cannot write ("inventory"): they pin the loop; tests/controller/test_sage_authors.py pins the
+authors' prompts."""
+
 
 class ValidOnly:
     """The adapter, recording every action sent and whether the authors' filtered valid set of the
@@ -96,7 +101,9 @@ def test_swift_is_judged_on_its_top_prediction_after_the_rewrites(play_modules: 
 
 def test_an_invalid_top_prediction_calls_sage_at_once_after_the_first_steps(play_modules: Play) -> None:
     swift = ScriptedSwift(lambda traj: ["look around"] if len(traj.turns) < 2 else ["dance wildly"])
-    run = play_modules(swift, sage_replies("1. inventory"), config_name="baseline", step_limit=3)
+    run = play_modules(
+        swift, sage_replies("1. inventory"), config_name="baseline", step_limit=3, overrides=SWIFTSAGE_PROMPT
+    )
     calls = run.of("sage_call")
     assert [c.step for c in calls] == [2] and calls[0].rule == "invalid_action"
     assert run.steps[2].action == "inventory" and run.steps[2].source == "sage"
@@ -107,7 +114,9 @@ def test_a_plan_nothing_of_which_runs_ends_in_the_deterministic_fallback(play_mo
     already run for this env step, so the authors' deterministic fallback acts (look around)."""
     swift = ScriptedSwift(lambda traj: ["look around"] if len(traj.turns) < 2 else ["dance wildly"])
     plan = "\n".join(f"{i}. juggle {i} balls" for i in range(1, 6))
-    run = play_modules(swift, sage_replies(plan), config_name="baseline", step_limit=3)
+    run = play_modules(
+        swift, sage_replies(plan), config_name="baseline", step_limit=3, overrides=SWIFTSAGE_PROMPT
+    )
     pop = next(p for p in run.of("buffer_pop") if p.step == 2)
     assert pop.action is None and len(pop.skipped) == 5
     assert run.steps[2].action == "look around" and "deterministic fallback" in run.steps[2].reason
@@ -120,6 +129,7 @@ def test_the_buffer_runs_the_first_head_that_can_run(play_modules: Play) -> None
         sage_replies("1. juggle\n2. teleport to kitchen in hallway\n3. inventory"),
         config_name="baseline",
         step_limit=4,
+        overrides=SWIFTSAGE_PROMPT,
     )
     # "juggle" dropped, the teleport rewritten (" in hallway" removed), then "inventory"
     assert [s.action for s in run.steps[2:4]] == ["teleport to kitchen", "inventory"]
@@ -147,7 +157,9 @@ def test_a_gated_swift_focus_is_an_iteration_without_a_step_that_forces_sage(pla
     swift = ScriptedSwift(
         lambda traj: [script[len(traj.turns)]] if len(traj.turns) < 2 else ["focus on apple seed"]
     )
-    run = play_modules(swift, sage_replies("1. inventory"), config_name="baseline", step_limit=3)
+    run = play_modules(
+        swift, sage_replies("1. inventory"), config_name="baseline", step_limit=3, overrides=SWIFTSAGE_PROMPT
+    )
     assert not any(s.action.startswith("focus on") for s in run.steps)
     assert run.of("swift_proposal")[-1].chosen == "focus on apple seed"
     escalation = next(e for e in run.of("escalation") if e.step == 2)
@@ -169,7 +181,9 @@ def test_no_progress_calls_sage_once_ten_actions_repeat_without_reward(play_modu
     "look around" included) holds 10 actions, Sage is 5+ steps away, the last 5 steps earned nothing and
     the action repeats one of the last 3."""
     swift = ScriptedSwift(lambda traj: [("inventory", "look around")[len(traj.turns) % 2]])
-    run = play_modules(swift, sage_replies("1. inventory"), config_name="baseline", step_limit=10)
+    run = play_modules(
+        swift, sage_replies("1. inventory"), config_name="baseline", step_limit=10, overrides=SWIFTSAGE_PROMPT
+    )
     escalations = run.of("escalation")
     assert [(e.step, e.rule, e.blocked) for e in escalations] == [(9, "no_progress", None)]
     assert run.steps[9].source == "sage"

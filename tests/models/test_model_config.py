@@ -266,6 +266,7 @@ def test_a_dumped_config_validates_back_to_itself(name: str) -> None:
             {
                 "kind",
                 "model",
+                "system_message",
                 "max_tokens",
                 "temperature",
                 "stop",
@@ -277,7 +278,7 @@ def test_a_dumped_config_validates_back_to_itself(name: str) -> None:
         ),
         (
             {"kind": "openai", "model": "m"},
-            {"kind", "model", "max_tokens", "temperature", "stop", "seed"}
+            {"kind", "model", "system_message", "max_tokens", "temperature", "stop", "seed"}
             | {
                 "base_url",
                 "api_key_env",
@@ -290,7 +291,17 @@ def test_a_dumped_config_validates_back_to_itself(name: str) -> None:
         ),
         (
             {"kind": "scripted", "replies": ["a"]},
-            {"kind", "model", "max_tokens", "temperature", "stop", "seed", "replies", "cycle"},
+            {
+                "kind",
+                "model",
+                "system_message",
+                "max_tokens",
+                "temperature",
+                "stop",
+                "seed",
+                "replies",
+                "cycle",
+            },
         ),
     ],
 )

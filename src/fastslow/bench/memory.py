@@ -4,6 +4,13 @@ Retrieval sits on the decision path (T1 fires before a Swift retry, T4 before ev
 must cost milliseconds, not an LLM call. The records are synthetic but ScienceWorld-shaped (real task
 names, rooms, verbs and objects, typical observation sentences, the paper's tag mix: mostly near-miss),
 and every query is a retriever-style call: state words, a task filter and a tag filter, k=5.
+
+``hybrid`` (the paper configurations' ranking, ``amm.retrieval.ranking: hybrid``) is timed beside it:
+the same records with their stored embedding vectors, every query an unfiltered call as the authors'
+Letta search is (BM25 list + embedding list, reciprocal rank fusion, k=5), query embedding included.
+Embedding 100k records with MiniLM on a CPU takes minutes, so the bench keeps the record vectors it
+computed in ``$XDG_CACHE_HOME/fastslow/bench-memory/`` (chunk files, resumable); later runs only load
+them. Query vectors are never cached: each timed search embeds its query afresh.
 """
 
 from __future__ import annotations
@@ -15,15 +22,28 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fastslow.env.semantics import NO_MATCH, ROOMS
 from fastslow.env.tasks import all_tasks
+from fastslow.memory.config import RetrievalConfig
 from fastslow.memory.records import MemoryRecord, Tag
+from fastslow.memory.retrieval import hybrid_search
 from fastslow.memory.stores import BulkStore, open_location
 from fastslow.memory.stores.base import MemoryStoreError
+from fastslow.memory.stores.vectors import encode_in_batches
+from fastslow.models.embeddings import (
+    Embedder,
+    EmbedderKind,
+    FloatArray,
+    LexicalEmbedder,
+    MiniLMEmbedder,
+    minilm_available,
+)
 
 SIZES = (1_000, 10_000, 100_000)
 OBJECTS = (
@@ -153,6 +173,143 @@ def bench_store(
     return out
 
 
+# -- hybrid ranking ------------------------------------------------------------------------------------
+CACHE_CHUNK = 2048
+"""Record vectors per cache file: an interrupted build keeps every finished chunk."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastslow" / "bench-memory"
+
+
+def bench_embedder(kind: EmbedderKind = "auto") -> Embedder:
+    """The embedder the hybrid bench uses, uncached (a query must cost its model call)."""
+    if kind == "auto":
+        kind = "minilm" if minilm_available() else "lexical"
+    return MiniLMEmbedder(torch_threads=1) if kind == "minilm" else LexicalEmbedder()
+
+
+class Precomputed:
+    """An embedder serving known texts from a table (the bench's cached record vectors) and sending any
+    other text - the queries - to the real model, uncached."""
+
+    def __init__(self, inner: Embedder, table: dict[str, FloatArray]) -> None:
+        self.inner = inner
+        self.table = table
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def encode(self, texts: Sequence[str]) -> FloatArray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        unknown = [i for i, t in enumerate(texts) if t not in self.table]
+        for i, text in enumerate(texts):
+            if text in self.table:
+                out[i] = self.table[text]
+        if unknown:
+            out[unknown] = self.inner.encode([texts[i] for i in unknown])
+        return out
+
+
+def cached_vectors(
+    embedder: Embedder, n: int, seed: int, progress: Callable[[str], None]
+) -> tuple[list[MemoryRecord], FloatArray, float]:
+    """The ``n`` synthetic records of ``seed`` and their vectors, from the cache or computed (and
+    cached chunk by chunk); returns the seconds spent computing (0.0 when all came from the cache)."""
+    records = list(synthetic_records(n, seed=seed))
+    texts = [r.search_text() for r in records]
+    where = cache_dir() / f"{embedder.name}-n{n}-seed{seed}"
+    where.mkdir(parents=True, exist_ok=True)
+    parts: list[FloatArray] = []
+    spent = 0.0
+    for first in range(0, n, CACHE_CHUNK):
+        chunk = where / f"{first:07d}.npy"
+        want = texts[first : first + CACHE_CHUNK]
+        if chunk.is_file():
+            vectors = np.load(chunk)
+            if vectors.shape == (len(want), embedder.dim):
+                parts.append(vectors.astype(np.float32, copy=False))
+                continue
+        start = time.perf_counter()
+        vectors = encode_in_batches(embedder, want)
+        spent += time.perf_counter() - start
+        tmp = chunk.with_suffix(".tmp.npy")
+        np.save(tmp, vectors)
+        tmp.replace(chunk)  # a chunk is either whole or absent
+        parts.append(vectors)
+        progress(f"    embedded {min(first + CACHE_CHUNK, n)}/{n} records ({spent:.0f} s so far)")
+    return records, np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32), spent
+
+
+def time_hybrid(store: BulkStore, queries: list[tuple[str, str, tuple[str, ...]]], k: int = 5) -> list[float]:
+    cfg = RetrievalConfig(ranking="hybrid", filter_tags=False, same_task_first=False)
+    times = []
+    for text, _, _ in queries:
+        start = time.perf_counter()
+        hybrid_search(store, text, None, None, k, cfg)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def bench_hybrid(
+    location: str,
+    sizes: tuple[int, ...],
+    n_queries: int,
+    progress: Callable[[str], None],
+    embedder_kind: EmbedderKind = "auto",
+    repeats: int = 3,
+    table: str = "amm_memories",
+) -> dict[str, Any]:
+    """Hybrid ranking at each size: record vectors stored with the rows (from the bench cache), each
+    query an unfiltered hybrid search with its own query embedding; latency in ms."""
+    inner = bench_embedder(embedder_kind)
+    precomputed = Precomputed(inner, {})
+    store = open_location(location, table, embedder=precomputed)
+    out: dict[str, Any] = {"embedder": inner.name}
+    try:
+        loaded = 0
+        queries = synthetic_queries(n_queries)
+        for size in sizes:
+            records, vectors, embed_s = cached_vectors(inner, size - loaded, size, progress)
+            precomputed.table = {r.search_text(): v for r, v in zip(records, vectors, strict=True)}
+            start = time.perf_counter()
+            loaded += store.add_many(records)
+            load_s = time.perf_counter() - start
+            start = time.perf_counter()
+            time_hybrid(store, queries[:1])  # the first search reads the new vectors into memory
+            index_s = time.perf_counter() - start
+            runs = [time_hybrid(store, queries) for _ in range(max(repeats, 1))]
+            times = [min(per_query) for per_query in zip(*runs, strict=True)]
+            row = {
+                "records": store.count(),
+                "p50_ms": round(statistics.median(times), 3),
+                "p95_ms": round(_percentile(times, 0.95), 3),
+                "max_ms": round(max(times), 3),
+                "p95_single_ms": round(_percentile(runs[0], 0.95), 3),
+                "load_s": round(load_s, 2),
+                "embed_s": round(embed_s, 1),
+                "index_load_s": round(index_s, 2),
+            }
+            out[str(size)] = row
+            progress(
+                f"  {size:>7} records: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms "
+                f"(single pass p95 {row['p95_single_ms']} ms; load {row['load_s']} s, embedding "
+                f"{row['embed_s']} s{' (cached)' if not embed_s else ''}, "
+                f"first search {row['index_load_s']} s)"
+            )
+    finally:
+        drop = getattr(store, "drop", None)
+        if callable(drop):
+            drop()
+        store.close()
+    return out
+
+
 def write_records(location: str, n: int, seed: int, table: str = "amm_memories") -> int:
     """Worker of the concurrent-writers check: ``n`` single-record writes, as the write hook does them."""
     store = open_location(location, table)
@@ -192,46 +349,70 @@ def bench_memory(
     stores: tuple[str, ...] = ("sqlite", "postgres"),
     pg_dsn: str | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    rankings: tuple[str, ...] = ("bm25", "hybrid"),
+    embedder: EmbedderKind = "auto",
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"sizes": list(sizes), "queries": n_queries, "k": 5}
     with tempfile.TemporaryDirectory(prefix="fastslow-bench-memory-") as tmp:
-        if "sqlite" in stores:
+        if "sqlite" in stores and "bm25" in rankings:
             progress("sqlite (FTS5 BM25, WAL)")
             store = open_location(str(Path(tmp) / "bench.sqlite"))
             try:
                 result["sqlite"] = bench_store(store, sizes, n_queries, progress)
             finally:
                 store.close()
+        if "sqlite" in stores and "hybrid" in rankings:
+            progress("sqlite hybrid (FTS5 BM25 + stored vectors, reciprocal rank fusion, no filters)")
+            result["sqlite_hybrid"] = bench_hybrid(
+                str(Path(tmp) / "bench-hybrid.sqlite"), sizes, n_queries, progress, embedder
+            )
         if "postgres" in stores:
             progress("postgres (tsvector + GIN, ts_rank)")
             # The cluster directory sits directly under the system temp dir: initdb runs as the
             # postgres user, who cannot enter this process's private (0700) temp directory.
             pg_dir = Path(tempfile.mkdtemp(prefix="fastslow-bench-pg-"))
-            result["postgres"] = _bench_postgres(sizes, n_queries, pg_dsn, pg_dir, progress)
+            result.update(_bench_postgres(sizes, n_queries, pg_dsn, pg_dir, progress, rankings, embedder))
     return result
 
 
 def _bench_postgres(
-    sizes: tuple[int, ...], n_queries: int, dsn: str | None, workdir: Path, progress: Callable[[str], None]
+    sizes: tuple[int, ...],
+    n_queries: int,
+    dsn: str | None,
+    workdir: Path,
+    progress: Callable[[str], None],
+    rankings: tuple[str, ...] = ("bm25",),
+    embedder: EmbedderKind = "auto",
 ) -> dict[str, Any]:
+    """``{"postgres": ..., "postgres_hybrid": ...}`` for the rankings asked for."""
     started = False
+    out: dict[str, Any] = {}
     try:
         dsn = dsn or os.environ.get("FASTSLOW_PG_DSN") or None
         if dsn is None:
             dsn = start_postgres(workdir)
             started = True
         table = f"bench_{os.getpid()}_{int(time.time())}"
-        store = open_location(dsn, table)
-        try:
-            return bench_store(store, sizes, n_queries, progress)
-        finally:
-            drop = getattr(store, "drop", None)
-            if callable(drop):
-                drop()
-            store.close()
+        if "bm25" in rankings:
+            store = open_location(dsn, table)
+            try:
+                out["postgres"] = bench_store(store, sizes, n_queries, progress)
+            finally:
+                drop = getattr(store, "drop", None)
+                if callable(drop):
+                    drop()
+                store.close()
+        if "hybrid" in rankings:
+            progress("postgres hybrid (tsvector BM25 + stored vectors, reciprocal rank fusion, no filters)")
+            out["postgres_hybrid"] = bench_hybrid(
+                dsn, sizes, n_queries, progress, embedder, table=f"{table}_h"
+            )
+        return out
     except MemoryStoreError as exc:
         progress(f"  postgres unavailable: {exc}")
-        return {"error": str(exc)}
+        # The part that failed carries the error, as the BM25 part always did.
+        failed = "postgres_hybrid" if "postgres" in out else "postgres"
+        return {**out, failed: {"error": str(exc)}}
     finally:
         if started:
             stop_postgres(workdir)  # stops the cluster and deletes its directory

@@ -20,6 +20,11 @@ results. ``escalation.Arbiter`` is SwiftSage as described; this module is the au
   predictions, else the nearest valid action by embedding; Sage's failure -> the nearest valid action to
   Swift's top; Sage already ran this step and nothing it planned can run -> the authors' deterministic
   fallback (``env.valid.deterministic_fallback``).
+- With SRM's authors profile (``srm.gate.drop_as_failure``, paper §3.2), a valid Swift action Gate-1
+  drops is a failure message (``GATE_INVALID:<reason>``) and the iteration ends without an env step,
+  so the no-step rule forces Sage on the next one; a second drop in the same env step is their
+  gate-drop loop: Sage is forced once more (past the consecutive-call limit and the LoopGuard) if it has
+  not run for this step, else their loop-break fallback runs (``LOOPBREAK_ACTIONS``).
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ FOCUS_FREE_TRIES = 3
 """A Swift focus outside the task's focus targets runs on its third try (the authors' focus gate)."""
 SAME_STATE_REPLANS = 2
 """Sage replanning this many times in one state counts as stuck (the LoopGuard)."""
+GATE_DROP_LOOP = 2
+"""Gate-1 drops of Swift's action in one env step that make the authors' gate-drop loop."""
+LOOPBREAK_ACTIONS = ("look around", "inventory", "wait")
+"""The authors' loop-break fallback after a gate-drop loop with Sage already run for the step: the first
+of these that is valid and passes Gate-1 (none valid: the deterministic fallback's pick)."""
 
 
 def state_signature(result: StepResult) -> tuple[str, str, str]:
@@ -77,8 +87,16 @@ class AuthorsArbiter:
     _last_obs: str = ""
     _last_action: str = ""
     _last_sage_state: tuple[str, str, str] | None = None
+    gate_drops: int = 0
+    """Swift actions Gate-1 dropped in this env step (the authors' ``gate_drop_streak``)."""
     _step: int = -1
     _forced: tuple[Rule, str] | None = None
+    _drop_loop: bool = False
+    """The gate-drop loop forces Sage at the next iteration (the authors' ``force_system2_once``)."""
+    _drop_loop_now: bool = False
+    """This iteration's forcing is the gate-drop loop's: no consecutive-call limit holds it back."""
+    _gate_hold: bool = False
+    """Gate-1 dropped Swift's action in this iteration: no arbitration rule sends it to Sage."""
 
     def begin(self, step: int) -> None:
         """A new env step's first loop iteration."""
@@ -86,6 +104,7 @@ class AuthorsArbiter:
             self._step = step
             self.sage_calls_this_step = 0
             self.no_step = 1
+            self.gate_drops = 0
 
     def iteration_without_step(self) -> None:
         self.no_step += 1
@@ -93,7 +112,31 @@ class AuthorsArbiter:
     def start_iteration(self, step: int) -> None:
         """The authors test the forcing rules at the top of each loop iteration, before Swift runs (a
         focus Swift tries in this iteration forces Sage in the next one)."""
-        self._forced = self.forced(step)
+        self._gate_hold = False
+        self._drop_loop_now = self._drop_loop
+        self._drop_loop = False
+        if self._drop_loop_now:
+            # Their once-only forcing is applied after the consecutive-call and LoopGuard rules.
+            self._forced = Rule.NO_STEP, "gate-drop loop: Gate-1 dropped Swift's action twice this step"
+        else:
+            self._forced = self.forced(step)
+
+    def gate_dropped(self, action: str, failure: str, step: int, *, sage_available: bool) -> str:
+        """Gate-1 dropped Swift's valid ``action``; returns what the iteration does: ``retry`` (no env
+        step: the no-step rule forces Sage next), ``sage`` (the step's second drop with Sage still
+        available: Sage is forced at the next iteration) or ``fallback`` (the second drop with Sage
+        already run for this step: the loop-break fallback acts now)."""
+        # Swift's action was chosen before the gate judged it: the consecutive-Sage streak ends there.
+        self.swift_acted()
+        self.failures.append(Turn(step, action, "swift", failure, 0, 0))
+        self.gate_drops += 1
+        self._gate_hold = True
+        if self.gate_drops < GATE_DROP_LOOP:
+            return "retry"
+        if sage_available and self.sage_calls_this_step < 1:
+            self._drop_loop = True
+            return "sage"
+        return "fallback"
 
     @property
     def forcing(self) -> bool:
@@ -115,6 +158,8 @@ class AuthorsArbiter:
         """The rule that sends this iteration to Sage; None keeps Swift's (valid) top action."""
         if self._forced is not None:
             return self._forced
+        if self._gate_hold:
+            return None  # the authors' final gate ends the iteration before any rule is asked
         if swift_action is None:
             return Rule.INVALID_ACTION, "Swift's top prediction is not a valid action"
         cfg = self.cfg
@@ -132,6 +177,8 @@ class AuthorsArbiter:
     def blocked(self, step: int, rule: Rule) -> Block | None:
         if self.sage_calls_this_step >= 1:
             return Block.PER_STEP
+        if self._drop_loop_now:
+            return None
         if self.cfg.max_consecutive_sage and self.consecutive_sage >= self.cfg.max_consecutive_sage:
             return Block.CONSECUTIVE
         if rule is Rule.INVALID_ACTION and step - self.last_sage_step <= self.cfg.sage_cooldown:

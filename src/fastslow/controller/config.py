@@ -61,10 +61,24 @@ class BufferConfig(StrictModel):
 
 
 class SageRunConfig(StrictModel):
-    """How the controller prompts and parses Sage (the model itself is ``sage.model``)."""
+    """How the controller prompts and parses Sage (the model itself is ``sage.model``).
 
+    Two prompt profiles (``prompt``). The defaults are the ``swiftsage`` profile as it has always run; the
+    paper configurations (``baseline`` and what extends it) set the ``authors`` profile and its values
+    (docs/fidelity.md, rows P1-P11)."""
+
+    prompt: Literal["swiftsage", "authors"] = "swiftsage"
+    """swiftsage: a system message with the action forms, then SwiftSage's five questions over the last
+    ``history_turns`` steps, and a grounding call asking for numbered actions, parsed leniently and retried
+    ``parse_retries`` times (``prompts/sage_plan.j2``, ``sage_ground.j2``). authors: the paper authors'
+    prompts (``controller/sage_authors.py``, ``prompts/sage_authors_*.j2``): one user message each, with
+    demo trajectories of the task from train gold paths (``controller/demos.py``), their cleaned history,
+    the looks of other visited rooms, what was focused on, Swift's valid top prediction as an "instinct",
+    the failure messages since Sage last ran, the five questions with the task's focus whitelist, and a
+    grounding reply in FUNC(args) form of which the first ``parse_lines`` lines are read."""
     history_turns: int = Field(default=10, ge=0)
-    """Recent steps (action, observation, reward) shown to Sage; older ones are left out (short prompts)."""
+    """swiftsage: recent steps (action, observation, reward) shown to Sage; older ones are left out.
+    authors: the entries the "lite" planning history keeps (theirs: 15); the full history keeps all."""
     # >= 3: a clipped look ends in "...", which needs three characters of room.
     max_look_chars: int = Field(default=600, ge=3)
     """Each visited room's look text is clipped to this many characters (the current room is shown whole)."""
@@ -78,7 +92,27 @@ class SageRunConfig(StrictModel):
     ground_max_tokens: int = Field(default=256, ge=1)
     """Cap on tokens the grounding call may generate."""
     parse_retries: int = Field(default=1, ge=0)
-    """Extra grounding calls when the reply yields no usable action (SwiftSage: one retry)."""
+    """Extra grounding calls when the reply yields no usable action (SwiftSage: one retry; the authors:
+    none)."""
+    ground_history_turns: int = Field(default=10, ge=0)
+    """authors: history entries (FUNC form) in the grounding prompt (their k = 10)."""
+    lite_above_tokens: int = Field(default=8000, ge=0)
+    """authors: estimated tokens (``sage.CHARS_PER_TOKEN``) of the full planning prompt, memories
+    included, at or above which it is rebuilt "lite": the last ``history_turns`` entries without their
+    actions, no other rooms' looks and no memory block (theirs: 8000 cl100k tokens). 0: always lite."""
+    prompt_budget_tokens: int = Field(default=0, ge=0)
+    """authors: estimated tokens a prompt may take; a longer one leaves out, in turn, the oldest history
+    entries, the second demo (grounding), the end of the plan's advice (grounding) and the demo lines
+    from the last, until it fits (0: no limit, the authors'). Keep it under the model's context window
+    minus the reply cap: llama.cpp refuses a prompt that does not fit, and the round ends in an error."""
+    parse_lines: int = Field(default=5, ge=1)
+    """authors: lines of the grounding reply that are read (theirs: the first 5)."""
+    strict_history: bool = False
+    """authors: True = an action in the grounding history that has no FUNC form ("inventory", "look in
+    X", "put down X") ends the round as an error, as the authors' public ``eval_utils`` fails on it (their
+    planning call has already been made); False (the paper configurations) leaves such steps out: that
+    ``eval_utils`` is older than their final loop, and the failure would end every later Sage round of
+    the episode (docs/fidelity.md P8)."""
 
 
 class ControllerConfig(StrictModel):

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fastslow.agents.base import Decision, EarlyStop, EpisodeContext
-from fastslow.controller.authors import AuthorsArbiter, FocusGate, state_signature
+from fastslow.controller.authors import LOOPBREAK_ACTIONS, AuthorsArbiter, FocusGate, state_signature
 from fastslow.controller.buffer import ActionBuffer, Buffered
 from fastslow.controller.config import ControllerConfig
 from fastslow.controller.escalation import Arbiter, Block, Rule, is_failure
-from fastslow.controller.hooks import LoopHook, Modules, ProposalTurn, StepDone
+from fastslow.controller.hooks import BufferActions, HookActions, LoopHook, Modules, ProposalTurn, StepDone
 from fastslow.controller.resolver import Resolver, StepView
 from fastslow.controller.sage import Planner, PlanRequest
 from fastslow.core.step import StepResult
@@ -107,8 +107,9 @@ class SwiftSageAgent:
         self.resolver = self._resolver([])
         self._last: Decision | None = None
         self._finished = False
-        self._proposal: tuple[int, Proposal, str] | None = None
-        """Swift's proposal of the current timestep (Swift is asked once per env step)."""
+        self._proposal: tuple[int, Proposal, str, bool] | None = None
+        """Swift's proposal of the current timestep (Swift is asked once per env step) after the hooks:
+        step, proposal, the hooks' notes, whether a hook settled it."""
 
     @property
     def authors_loop(self) -> bool:
@@ -168,9 +169,11 @@ class SwiftSageAgent:
             buffered = self._from_buffer(view)
             if buffered is not None:
                 return buffered
-        proposal, note, first = self._propose(view)
-        # A forcing rule of the authors' loop sends the iteration to Sage before Swift's choice counts.
-        chosen, gated = (None, None) if self.arbiter.forcing else self._swift_choice(proposal, view)
+        proposal, note, first, settled = self._propose(view)
+        # A forcing rule of the authors' loop sends the iteration to Sage before Swift's choice counts,
+        # unless a hook settled Swift's proposal as the iteration's action.
+        forcing = self.arbiter.forcing and not settled
+        chosen, gated = (None, None) if forcing else self._swift_choice(proposal, view)
         if first:
             self.sink.emit(
                 SwiftProposal(
@@ -184,6 +187,12 @@ class SwiftSageAgent:
             )
         if self.sage is None or not self.cfg.sage_enabled:
             return self._swift_decision(chosen, proposal, view, f"swift top{note}")
+        if settled and (chosen or gated):
+            if gated is not None:
+                return None  # held back like any Swift action: no env step this iteration
+            self.arbiter.swift_acted()
+            reason = f"swift top (confidence {proposal.confidence:.2f}){note}"
+            return self._swift_decision(chosen, proposal, view, reason)
         fired = self.arbiter.check(chosen or gated, step)
         if fired is None:
             if gated is not None:
@@ -202,19 +211,43 @@ class SwiftSageAgent:
             return decision
         return self._after_sage(decision, chosen, proposal, view, rule)
 
-    def _propose(self, view: StepView) -> tuple[Proposal, str, bool]:
-        """Swift's proposal for this env step, and whether it is new (Swift is asked once per env step;
-        a second loop iteration of the authors' loop reuses it)."""
+    def _propose(self, view: StepView) -> tuple[Proposal, str, bool, bool]:
+        """Swift's proposal for this env step, whether it is new, and whether a hook settled it as the
+        iteration's action. Swift is asked once per env step; a later loop iteration of the authors'
+        loop reuses its proposal, and walks the hooks over it again when a forcing rule holds (AMM's T1
+        on a forced iteration, as the authors' loop asks its T1 on every iteration)."""
         step = view.result.steps
-        if self._proposal is not None and self._proposal[0] == step:
-            return self._proposal[1], self._proposal[2], False
-        turn = ProposalTurn(self.swift, self._traj(), view.result, self.hooks, self._failed(view))
-        proposal, note = turn.run()
-        self._proposal = (step, proposal, note)
-        return proposal, note, True
+        forced: str | None = None
+        if self.arbiter.forcing:
+            rule = self.arbiter.check(None, step)
+            focus = self.arbiter.focus if isinstance(self.arbiter, AuthorsArbiter) else None
+            # The authors name a forced iteration after their focus rule whenever it holds (its reason
+            # is assigned last), which exempts the iteration from T1.
+            if focus is not None and focus.swift_tries >= 1 and not focus.sage_focused:
+                forced = Rule.FOCUS_BEFORE_SAGE.value
+            elif rule is not None:
+                forced = rule[0].value
+        cached = self._proposal if self._proposal is not None and self._proposal[0] == step else None
+        if cached is not None and forced is None:
+            return cached[1], cached[2], False, cached[3]
+        turn = ProposalTurn(
+            self.swift,
+            self._traj(),
+            view.result,
+            self.hooks,
+            self._failed(view),
+            forced=forced,
+            again=cached is not None,
+        )
+        start = cached[1] if cached is not None else self.swift.propose(self._traj())
+        proposal, note = turn.run(start)
+        self._proposal = (step, proposal, note, turn.settled)
+        return proposal, note, cached is None, turn.settled
 
     def _swift_choice(self, proposal: Proposal, view: StepView) -> tuple[str | None, str | None]:
-        """Swift's action, and - authors' loop - the valid focus the focus gate held back (else None).
+        """Swift's action, and - authors' loop - the valid action a hook held back (else None): the
+        focus gate's focus, or one whose refusal is a failure message (Gate-1 with
+        ``srm.gate.drop_as_failure``). A held-back action ends the iteration without an env step.
 
         SwiftSage: the first ranked candidate that resolves. Authors: the top prediction only (the next
         one if it repeats a ``wait`` right after a wait), after their rewrites."""
@@ -227,7 +260,28 @@ class SwiftSageAgent:
         candidate = self.resolver.candidate(top, "swift", view)
         if candidate.refused_by == "focus_gate":
             return None, self.resolver.ground(top, view)
-        return candidate.action, None
+        if candidate.failure is None or not isinstance(self.arbiter, AuthorsArbiter):
+            return candidate.action, None
+        grounded = self.resolver.ground(top, view)
+        if grounded is None:  # not valid as the authors test it: their invalid-action path, not the gate
+            return None, None
+        sage = self.sage is not None and self.cfg.sage_enabled
+        outcome = self.arbiter.gate_dropped(
+            grounded, candidate.failure, view.result.steps, sage_available=sage
+        )
+        pick = self._loopbreak(view) if outcome == "fallback" else None
+        return (pick, None) if pick is not None else (None, grounded)
+
+    def _loopbreak(self, view: StepView) -> str | None:
+        """The authors' loop-break fallback after a gate-drop loop: the first of look around, inventory,
+        wait that is valid and passes the hooks, else the deterministic fallback's pick (None: nothing
+        passes, the iteration ends without a step)."""
+        valid = view.result.valid_actions
+        picks = [a for a in LOOPBREAK_ACTIONS if a in valid]
+        if not picks:
+            pick = authors.deterministic_fallback(set(valid), authors.current_room(view.result.look))
+            picks = [pick] if pick is not None else []
+        return self.resolver.first(picks, "swift", view)
 
     def _authors_top(self, texts: Sequence[str]) -> str | None:
         turns = self._traj().turns
@@ -308,6 +362,7 @@ class SwiftSageAgent:
         traj = self._traj()
         prev = traj.current
         traj.record(decision.action, decision.source, result)
+        buffer_empty = not self.buffer  # the authors test it before their LoopGuard clears the buffer
         stuck = self.arbiter.executed(
             decision.action, decision.source, result.observation, result.reward, result.steps
         )
@@ -327,17 +382,16 @@ class SwiftSageAgent:
                         dropped=[b.action for b in dropped],
                     )
                 )
-        done = StepDone(traj, decision.action, decision.source, prev, result)
-        critic = [action for hook in self.hooks for action in hook.after_step(done)]
-        if critic:
-            self._push(
-                [
-                    Buffered(a, "critic", "", f"critic @{result.steps} {i}/{len(critic)}")
-                    for i, a in enumerate(critic, 1)
-                ],
-                "critic",
-                result.steps,
-            )
+        done = StepDone(traj, decision.action, decision.source, prev, result, buffer_empty=buffer_empty)
+        handed = [hook.after_step(done) for hook in self.hooks]
+        late = [a for out in handed for a in (out.actions if isinstance(out, BufferActions) else out)]
+        if stuck is not None and late:
+            # The authors' LoopGuard runs after their Critic and clears what it just put in the buffer.
+            self.sink.emit(BufferClear(step=result.steps, reason=stuck, dropped=late))
+            handed = []
+        self._push_critic(handed, result.steps)
+        if not self.buffer:  # a report that waited for the buffer to run dry may be answered now
+            self._push_critic([hook.on_buffer_empty(done) for hook in self.hooks], result.steps)
         if result.done:
             self._finish()
 
@@ -430,7 +484,24 @@ class SwiftSageAgent:
             return None
         return Decision(popped.item.action, popped.item.source, popped.item.reason)
 
-    def _push(self, items: Sequence[Buffered], source: str, step: int) -> None:
+    def _push_critic(self, handed: Sequence[HookActions], step: int) -> None:
+        """The actions the ``after_step`` / ``on_buffer_empty`` hooks handed the buffer (the Critic's),
+        queued, or replacing the buffer when a hook asks (``BufferActions.replace``)."""
+        batches = [out if isinstance(out, BufferActions) else BufferActions(tuple(out)) for out in handed]
+        actions = [a for batch in batches for a in batch.actions]
+        if not actions:
+            return
+        items = [
+            Buffered(a, "critic", "", f"critic @{step} {i}/{len(actions)}") for i, a in enumerate(actions, 1)
+        ]
+        self._push(items, "critic", step, replace=any(batch.replace for batch in batches))
+
+    def _push(self, items: Sequence[Buffered], source: str, step: int, *, replace: bool = False) -> None:
+        if replace and self.buffer:
+            left = [b.action for b in self.buffer.clear()]
+            self.sink.emit(
+                BufferClear(step=step, reason=f"{source} actions replace the buffer", dropped=left)
+            )
         dropped = self.buffer.push(items)
         self.sink.emit(
             BufferPush(
@@ -440,6 +511,14 @@ class SwiftSageAgent:
                 dropped=[b.action for b in dropped],
             )
         )
+
+    def _instinct(self, proposal: Proposal, view: StepView) -> str | None:
+        """Swift's top prediction when it is valid now (grounding only, no hooks), for Sage's prompt;
+        None when a forcing rule kept Swift out of this iteration (the authors do not run Swift then)."""
+        if self.arbiter.forcing:
+            return None
+        top = self._authors_top([c.action for c in proposal.candidates])
+        return self.resolver.ground(top, view) if top is not None else None
 
     def _failures(self) -> Sequence[Turn]:
         return self.arbiter.failures_for_prompt(self._traj().turns)
@@ -457,6 +536,7 @@ class SwiftSageAgent:
             suggestion=[c.action for c in proposal.candidates[: self.cfg.sage.swift_candidates]],
             ground=lambda text: self.resolver.ground(text, view),
             memory_block="".join(hook.plan_memories(traj) for hook in self.hooks),
+            instinct=self._instinct(proposal, view),
         )
         plan = sage.plan(request, self.sink)
         self.arbiter.sage_called(step, state_signature(view.result))

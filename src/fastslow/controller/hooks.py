@@ -4,13 +4,19 @@ Each module is one ``LoopHook`` object with the methods it needs; every method h
 the controller calls all of them on every hook, in order, and never asks which modules are on:
 
 - ``on_proposal(proposal, turn)``: Swift proposed. The safety policy re-ranks; AMM's T1 ladder retries a
-  failed Swift with memories (``turn.retry`` runs Swift again through the hooks before this one).
+  failed Swift with memories (``turn.retry`` runs Swift again through the hooks before this one). A
+  hook may settle the proposal as the iteration's action (``turn.settled``: AMM's T1 in the authors'
+  profile, also on an iteration a forcing rule sends to Sage, ``turn.forced``).
 - ``before_action(candidate, view)``: a candidate is about to be resolved (``resolver.Resolver``).
   SRM's Gate-1 judges the proposed text; the safety policy refuses an answer completing a focus it forbids.
+  A refusal may carry a failure message (``Candidate.failure``) the authors' loop records.
 - ``plan_memories(traj)``: Sage is about to plan; AMM's T4 block ("" = the baseline prompt).
 - ``after_step(step)``: after every env step (recorded in the trajectory). The policy learns what changed
   nothing; AMM writes (salience gate) and runs T2/T3; SRM's detector may call the Critic, whose actions
-  are returned for the FIFO buffer.
+  are returned for the FIFO buffer (``BufferActions(replace=True)``: they replace it). ``StepDone``
+  says whether the buffer was empty after the step.
+- ``on_buffer_empty(step)``: the buffer is empty once the step's clears are done; SRM's Critic may answer
+  a report that waited for it (the authors' profile, ``critic.timing: empty_buffer``).
 - ``on_episode_end(traj)``: any end; SRM settles a Critic call still in its effect window.
 
 ``Modules`` holds what lives for a whole worker process (the AMM store, the Critic's model, the policy)
@@ -66,6 +72,23 @@ class StepDone:
     source: str
     prev: StepResult
     result: StepResult
+    buffer_empty: bool = True
+    """The action buffer holds nothing after this step (before a LoopGuard clear of the same step):
+    SRM's Critic with ``critic.timing: empty_buffer`` answers a report only then, else it waits."""
+
+
+@dataclass(frozen=True)
+class BufferActions:
+    """Actions a hook hands the buffer after a step, and whether they replace what it holds (the
+    authors' Critic output becomes the buffer) instead of queueing behind it. A plain ``list[str]``
+    from a hook queues."""
+
+    actions: tuple[str, ...]
+    replace: bool = False
+
+
+HookActions = list[str] | BufferActions
+"""What ``after_step`` / ``on_buffer_empty`` return: actions for the buffer (usually none)."""
 
 
 class ProposalTurn:
@@ -78,10 +101,22 @@ class ProposalTurn:
         result: StepResult,
         hooks: Sequence[LoopHook],
         failed: Callable[[Proposal], bool],
+        *,
+        forced: str | None = None,
+        again: bool = False,
     ) -> None:
         self.swift, self.traj, self.result, self.hooks = swift, traj, result, hooks
         self._failed = failed
         self._position = 0
+        self.forced = forced
+        """The forcing rule (``escalation.Rule`` value) sending this iteration to Sage before Swift's
+        choice counts (the authors' loop); None when none holds."""
+        self.again = again
+        """A later loop iteration of the same env step: the hooks see the step's proposal once more,
+        because a forcing rule now holds (a hook that acted on it already may leave it as it is)."""
+        self.settled = False
+        """Set by a hook: the proposal it returned is the iteration's Swift action, which no arbitration
+        rule sends to Sage (AMM's T1 retry in the authors' profile, ``amm.retrieval.t1_settles``)."""
 
     def failed(self, proposal: Proposal) -> bool:
         """The controller's "Swift failed" test: no valid action, or confidence below the minimum."""
@@ -94,8 +129,10 @@ class ProposalTurn:
             proposal, _ = hook.on_proposal(proposal, self)
         return proposal
 
-    def run(self) -> tuple[Proposal, str]:
-        proposal = self.swift.propose(self.traj)
+    def run(self, proposal: Proposal | None = None) -> tuple[Proposal, str]:
+        """Walk the hooks over ``proposal`` (None: ask Swift first); the final proposal and the notes."""
+        if proposal is None:
+            proposal = self.swift.propose(self.traj)
         notes = ""
         for i, hook in enumerate(self.hooks):
             self._position = i
@@ -116,7 +153,11 @@ class LoopHook:
     def plan_memories(self, traj: Trajectory) -> str:
         return ""
 
-    def after_step(self, step: StepDone) -> list[str]:
+    def after_step(self, step: StepDone) -> HookActions:
+        return []
+
+    def on_buffer_empty(self, step: StepDone) -> HookActions:
+        """The buffer is empty once the step's own clears are done, before the next decision."""
         return []
 
     def on_episode_end(self, traj: Trajectory) -> None:
@@ -161,19 +202,32 @@ class PolicyHook(LoopHook):
 
 
 class AmmHook(LoopHook):
-    """AMM for one episode (memory/hooks.py): T1 on Swift failure, T4 for Sage, the write hook with
-    T2/T3 after each step, and the Critic's evidence for SRM."""
+    """AMM for one episode (memory/hooks.py): T1 on Swift failure (authors' profile: also on a forced
+    iteration), T2 at the authors' no-progress counts, T4 for Sage, the write hook with T2/T3 after
+    each step, and the Critic's evidence for SRM."""
 
     def __init__(self, memory: AmmHooks) -> None:
         self.memory = memory
 
     def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> tuple[Proposal, str]:
-        if not turn.failed(proposal):
+        outcome = self.memory.swift_proposed(
+            turn.traj,
+            failed=turn.failed(proposal),
+            forced=turn.forced,
+            retry=lambda memories: self._retry(turn, memories),
+            accept=lambda p: not turn.failed(p),
+            again=turn.again,
+        )
+        if outcome is None or outcome.proposal is None:
             return proposal, ""
-        outcome = self.memory.t1_ladder(turn.traj, turn.retry, lambda p: not turn.failed(p))
-        if outcome.proposal is None:
-            return proposal, ""
-        return outcome.proposal, f", T1 {outcome.rung}"
+        turn.settled = self.memory.cfg.retrieval.t1_settles
+        where = f" instead of forced sage ({turn.forced})" if turn.forced is not None else ""
+        return outcome.proposal, f", T1 {outcome.rung}{where}"
+
+    def _retry(self, turn: ProposalTurn, memories: list[MemoryRecord]) -> Proposal:
+        # The retried Swift reads the trajectory as AMM's profile shows it (scores hidden: authors').
+        with self.memory.retry_view(turn.traj):
+            return turn.retry(memories)
 
     def plan_memories(self, traj: Trajectory) -> str:
         return self.memory.t4(traj).text or ""
@@ -182,10 +236,12 @@ class AmmHook(LoopHook):
         self.memory.after_step(step.traj, step.action, step.prev, step.result)
         return []
 
-    def critic_memories(self, traj: Trajectory) -> list[str]:
-        """The cached T3 (else T2) records as a Critic block; read (and logged) only by an LLM Critic
-        call the budget allows, since reading consumes the cache."""
-        text = self.memory.critic_evidence(traj).text
+    def critic_memories(self, traj: Trajectory, patterns: Sequence[str] | None = None) -> list[str]:
+        """The Critic's memory block (``amm.retrieval.critic_evidence``: the cached T3, else T2, records,
+        or a fresh search; ``patterns``: the stagnation report's, which decide whether an avoidance
+        memory joins a fresh search); read (and logged) only by an LLM Critic call the budget allows,
+        since reading consumes the cache."""
+        text = self.memory.critic_evidence(traj, patterns).text
         return [text] if text else []
 
 
@@ -216,12 +272,31 @@ class SrmHook(LoopHook):
             decision = gate.check(
                 candidate.proposed, view.result, view.traj, constraints, source=candidate.source
             )
-        return replace(candidate, action=decision.action) if decision.accepted else refuse(candidate, "gate")
+        if decision.accepted:
+            return replace(candidate, action=decision.action)
+        # srm.gate.drop_as_failure: a Swift action the authors' final gate drops is one of their
+        # failure messages; the loop records it (controller.authors.AuthorsArbiter.gate_dropped).
+        failure = None
+        if gate.config.drop_as_failure and candidate.source == "swift":
+            failure = f"GATE_INVALID:{decision.reason}"
+        return refuse(candidate, "gate", failure)
 
-    def after_step(self, step: StepDone) -> list[str]:
+    def _memories(self, traj: Trajectory) -> Callable[[], list[str]] | None:
         evidence = self.evidence
-        memories = (lambda: evidence.critic_memories(step.traj)) if evidence is not None else None
-        return self.srm.after_step(step.traj, memories)
+        return (lambda: evidence.critic_memories(traj)) if evidence is not None else None
+
+    def _actions(self, actions: list[str]) -> HookActions:
+        if actions and self.srm.replaces_buffer:
+            return BufferActions(tuple(actions), replace=True)
+        return actions
+
+    def after_step(self, step: StepDone) -> HookActions:
+        return self._actions(
+            self.srm.after_step(step.traj, self._memories(step.traj), buffer_empty=step.buffer_empty)
+        )
+
+    def on_buffer_empty(self, step: StepDone) -> HookActions:
+        return self._actions(self.srm.on_buffer_empty(step.traj, self._memories(step.traj)))
 
     def on_episode_end(self, traj: Trajectory) -> None:
         self.srm.finish(traj)

@@ -59,6 +59,9 @@ class Candidate:
     """In an ambiguous state: the action this option number completes (else None)."""
     refused_by: str | None = None
     """The hook that refused it; later hooks leave a refused candidate as it is."""
+    failure: str | None = None
+    """A refusal the refusing hook wants counted as a failure message (the authors' loop records it, e.g.
+    SRM Gate-1's ``GATE_INVALID:<reason>``); None: the refusal only makes the candidate unusable."""
 
 
 class ActionCheck(Protocol):
@@ -163,6 +166,7 @@ class Resolver:
         return FALLBACK_ACTION if FALLBACK_ACTION in valid or not valid else valid[0]
 
 
-def refuse(candidate: Candidate, by: str) -> Candidate:
-    """``candidate`` refused by the hook ``by`` (no later hook may admit it again)."""
-    return replace(candidate, action=None, refused_by=by)
+def refuse(candidate: Candidate, by: str, failure: str | None = None) -> Candidate:
+    """``candidate`` refused by the hook ``by`` (no later hook may admit it again); ``failure``: the
+    failure message the refusal stands for, if any (``Candidate.failure``)."""
+    return replace(candidate, action=None, refused_by=by, failure=failure)

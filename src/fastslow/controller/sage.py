@@ -8,6 +8,13 @@ round with ``error`` set and no actions, so the controller falls back to Swift a
 
 Prompts are Jinja2 templates in ``fastslow/prompts``; the system prompt and the task come first in both
 calls so llama.cpp and vLLM reuse the cached prefix.
+
+``controller.sage.prompt: authors`` (the paper configurations) builds both prompts as the paper's
+authors do instead (``sage_authors``: content; ``prompts/sage_authors_*.j2``: our wording): one user
+message per call, demo trajectories of the task (``demos``), the grounding reply read in their FUNC(args)
+form from its first lines (``parsing.parse_authors``), no retry by default. Their planning prompt falls
+back to a "lite" history when it is long, and a prompt over ``prompt_budget_tokens`` is clipped (history,
+then demos) rather than sent to a model whose context it would not fit.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from fastslow.controller import sage_authors as content
 from fastslow.controller.config import SageRunConfig
+from fastslow.controller.demos import Demo, demos_for
 from fastslow.controller.grounding import Grounder
-from fastslow.controller.parsing import ParsedAction, parse_actions
+from fastslow.controller.parsing import ParsedAction, PlanFormatError, from_func, parse_actions, parse_authors
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
@@ -27,6 +36,11 @@ from fastslow.models import ChatModel, Message, call_model
 from fastslow.templates import prompt_template
 
 log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4.0
+"""Characters per token when a prompt's size is estimated (``lite_above_tokens``,
+``prompt_budget_tokens``): about what cl100k, the authors' count, gives for English text."""
+_HEADER = "Task Description:"
 
 
 def render(name: str, **values: Any) -> str:
@@ -57,7 +71,11 @@ class PlanRequest:
     parsed actions are valid now. None: a grounder of its own (Sage used outside the controller)."""
     memory_block: str = ""
     """AMM's delimited T4 block (``format_memory_block``, audience sage), rendered right after the task
-    line so the system prompt and task stay a stable cached prefix; empty in the baseline."""
+    line so the system prompt and task stay a stable cached prefix (the authors' profile: before the
+    prompt, as theirs); empty in the baseline."""
+    instinct: str | None = None
+    """The authors' profile: Swift's top prediction when it is a valid action in this state (after their
+    rewrites), None when it is not or Swift was not asked (a forcing rule); their "instinct" line."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,8 @@ class Sage:
 
     def messages(self, request: PlanRequest) -> list[Message]:
         """The planning conversation (public so prompt size can be measured on a real state)."""
+        if self.cfg.prompt == "authors":
+            return [Message(role="user", content=self._authors_plan(request))]
         traj, cfg = request.traj, self.cfg
         here = traj.room
         other_looks = [
@@ -130,6 +150,8 @@ class Sage:
         return [Message(role="system", content=render("sage_system.j2")), Message(role="user", content=user)]
 
     def _ground_messages(self, request: PlanRequest, plan_text: str) -> list[Message]:
+        if self.cfg.prompt == "authors":
+            return [Message(role="user", content=self._authors_ground(request, plan_text))]
         traj = request.traj
         last = traj.turns[-1] if traj.turns else None
         user = render(
@@ -186,10 +208,16 @@ class Sage:
                 )
                 calls, latency, reply = calls + 1, latency + done.latency_s, done.text
                 tokens.append(done.prompt_tokens)
-                parsed = parse_actions(reply)
+                parsed = self._parse(reply)
                 grounded = self._usable(parsed, ground)
                 if grounded:
                     break
+        except (content.HistoryGrammarError, PlanFormatError, SagePromptError) as exc:
+            # The authors' round fails here as a whole (their prompt or reader raises): no actions.
+            log.info("Sage round at step %d ended without a plan: %s", request.step, exc)
+            return SagePlan(
+                (), tuple(parsed), calls, retried, f"{type(exc).__name__}: {exc}", latency, plan_text, tokens
+            )
         except ModelError as exc:
             log.warning("Sage call at step %d failed, Swift acts instead: %s", request.step, exc)
             return SagePlan(
@@ -203,6 +231,123 @@ class Sage:
                 tokens,
             )
         return SagePlan(tuple(grounded), tuple(parsed), calls, retried, None, latency, plan_text, tokens)
+
+    def _parse(self, reply: str) -> list[ParsedAction]:
+        if self.cfg.prompt == "authors":
+            return parse_authors(reply, self.cfg.parse_lines)
+        return parse_actions(reply)
+
+    # -- the authors' profile ------------------------------------------------------------------------
+    def _demos(self, traj: Trajectory) -> tuple[Demo, ...]:
+        demos = demos_for(traj.task_id)
+        if not demos:
+            raise SagePromptError(f"no demo trajectory for task {traj.task_id} (fastslow data sage-demos)")
+        return demos
+
+    def _authors_plan(self, request: PlanRequest) -> str:
+        """The authors' planning prompt: full history, or lite when long (``lite_above_tokens``)."""
+        cfg = self.cfg
+        lite = cfg.lite_above_tokens == 0
+        text = self._plan_text(request, lite, None)
+        if not lite and estimate_tokens(text) >= cfg.lite_above_tokens:
+            lite = True
+            text = self._plan_text(request, lite, None)
+        if not cfg.prompt_budget_tokens or estimate_tokens(text) <= cfg.prompt_budget_tokens:
+            return text
+        return self._fit_plan(request, lite)
+
+    def _plan_text(self, request: PlanRequest, lite: bool, clip: tuple[int, int] | None) -> str:
+        """``clip``: (history entries, demo lines) to leave out from the oldest / the last."""
+        traj, cfg = request.traj, self.cfg
+        demo = self._demos(traj)[0]
+        history = _plan_lines(content.plan_history(traj, lite))
+        if lite:
+            history = history[-cfg.history_turns :] if cfg.history_turns else []
+        demo_lines = _plan_demo_lines(demo)
+        if clip is not None:
+            history = history[clip[0] :]
+            demo_lines = demo_lines[: max(len(demo_lines) - clip[1], 0)]
+        here = traj.places[-1] if traj.places else ""
+        other_looks = []
+        if not lite and len(traj.place_looks) >= 2:
+            other_looks = [
+                (room, ", ".join(content.clean_look(look, lite=True)))
+                for room, look in traj.place_looks.items()
+                if room != here
+            ]
+        return render(
+            "sage_authors_plan.j2",
+            memory_block="" if lite else request.memory_block.strip(),
+            demo={"task": demo.task, "lines": demo_lines},
+            task=_task(traj),
+            history=history,
+            other_looks=other_looks,
+            look=_look(traj.current.look),
+            inventory=_inventory(traj.current.inventory, plan=True),
+            focused=content.focused(traj),
+            instinct=request.instinct,
+            failures=content.failure_messages(request.failures, traj),
+            whitelist=content.focus_whitelist(_task(traj)),
+        )
+
+    def _fit_plan(self, request: PlanRequest, lite: bool) -> str:
+        budget = self.cfg.prompt_budget_tokens
+        entries = len(content.plan_history(request.traj, lite))
+        lines = len(_plan_demo_lines(self._demos(request.traj)[0]))
+        text = ""
+        for clip in _clips(entries, lines):
+            text = self._plan_text(request, lite, clip)
+            if estimate_tokens(text) <= budget:
+                break
+        return text
+
+    def _authors_ground(self, request: PlanRequest, plan_text: str) -> str:
+        cfg = self.cfg
+        demos = self._demos(request.traj)[:2]
+        history = content.ground_history(
+            request.traj, demos[0].lines, cfg.ground_history_turns, cfg.strict_history
+        )
+        advice = plan_text.strip().replace("Question", "Answer").replace("Answer", "Advice")
+        text = self._ground_text(request, demos, _ground_lines(history), advice)
+        budget = cfg.prompt_budget_tokens
+        if not budget or estimate_tokens(text) <= budget:
+            return text
+        # Clip, in turn: the oldest history entries, the second demo, the end of the advice, demo lines.
+        lines = _ground_lines(history)
+        while lines and estimate_tokens(text) > budget:
+            lines = lines[1:]
+            text = self._ground_text(request, demos, lines, advice)
+        if len(demos) > 1 and estimate_tokens(text) > budget:
+            demos = demos[:1]
+            text = self._ground_text(request, demos, lines, advice)
+        over = int((estimate_tokens(text) - budget) * CHARS_PER_TOKEN)
+        if over > 0:
+            advice = advice[: max(len(advice) - over, 0)]
+            text = self._ground_text(request, demos, lines, advice)
+        first = demos[0]
+        while first.lines and estimate_tokens(text) > budget:
+            first = Demo(first.task_id, first.variation, first.task, first.lines[:-1])
+            text = self._ground_text(request, (first,), lines, advice)
+        return text
+
+    def _ground_text(
+        self, request: PlanRequest, demos: Sequence[Demo], history: Sequence[str], advice: str
+    ) -> str:
+        traj = request.traj
+        return render(
+            "sage_authors_ground.j2",
+            demos=[{"task": d.task, "lines": list(d.lines)} for d in demos],
+            task=_task(traj),
+            k=self.cfg.ground_history_turns,
+            history=list(history),
+            focused=content.focused(traj),
+            failures=content.failure_messages(request.failures, traj),
+            advice=advice,
+            look=_look(traj.current.look),
+            inventory=_inventory(traj.current.inventory, plan=False),
+            action_types=content.action_types(demos[0].lines),
+            whitelist=content.focus_whitelist(_task(traj)),
+        )
 
     def _usable(
         self, parsed: Sequence[ParsedAction], ground: Callable[[str], str | None]
@@ -227,4 +372,73 @@ def _own_grounding(traj: Trajectory, cutoff: float) -> Callable[[str], str | Non
 
 def _task(traj: Trajectory) -> str:
     text = traj.task_description.strip()
-    return text.removeprefix("Task Description:").strip()
+    return text.removeprefix(_HEADER).strip()
+
+
+class SagePromptError(ValueError):
+    """The authors' prompt cannot be built (no demo for the task): the round ends as an error."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A prompt's size in tokens, estimated from its length (``CHARS_PER_TOKEN``)."""
+    return int(len(text) / CHARS_PER_TOKEN)
+
+
+def _look(look: str) -> str:
+    return "\n - ".join(content.clean_look(look, lite=False))
+
+
+def _inventory(inventory: str, *, plan: bool) -> str:
+    lines = [" ".join(line.split()) for line in inventory.strip().splitlines() if line.strip()]
+    text = "\n".join(lines)
+    # The authors' planning prompt speaks as the student ("My inventory"); a no-op on ScienceWorld's
+    # "In your inventory, you see:", kept so other texts read the same.
+    return text.replace("Your ", "My ") if plan else text
+
+
+def _plan_demo_lines(demo: Demo) -> list[str]:
+    """The planning prompt's demo: action lines only, their action written as ScienceWorld text (the
+    authors convert FUNC back to text here and leave out "Repeat" lines and what does not convert)."""
+    out: list[str] = []
+    for line in demo.lines:
+        if "Action: " not in line or " -->" not in line:
+            continue
+        start = line.index("Action: ") + len("Action: ")
+        end = line.index(" -->")
+        action = from_func(line[start:end])
+        if action is not None:
+            out.append(line[:start] + action + line[end:])
+    return out
+
+
+def _plan_lines(entries: Sequence[content.PlanEntry]) -> list[str]:
+    """Numbered history lines of the planning prompt (numbers before the lite cut, as the authors')."""
+    lines = []
+    for number, entry in enumerate(entries, 1):
+        if entry.repeats:
+            text = f"(the step above was repeated {entry.repeats} more times)"
+        elif entry.moved:
+            text = entry.observation
+        elif entry.action:
+            text = f"In the {entry.room}: {entry.action} --> {entry.observation}"
+        else:
+            text = f"In the {entry.room}: {entry.observation}"
+        lines.append(f"{number}. {' '.join(text.split())}")
+    return lines
+
+
+def _ground_lines(entries: Sequence[content.GroundEntry]) -> list[str]:
+    out = []
+    for e in entries:
+        if e.repeats:
+            out.append(f"(the action above was repeated {e.repeats} more times)")
+        else:
+            out.append(f"- (in {e.room}) Action: {e.func} --> {' '.join(e.observation.split())}")
+    return out
+
+
+def _clips(entries: int, demo_lines: int) -> list[tuple[int, int]]:
+    """Ever larger cuts: history entries from the oldest (in tenths), then demo lines from the last."""
+    steps = [(min(entries, round(entries * k / 10)), 0) for k in range(1, 11)]
+    steps += [(entries, min(demo_lines, round(demo_lines * k / 10))) for k in range(1, 11)]
+    return steps

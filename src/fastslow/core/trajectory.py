@@ -21,6 +21,17 @@ def room_of(look: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+_PLACE = re.compile(r"called the ([^.]+)")
+
+
+def place_of(look: str) -> str:
+    """Where a ``look around`` text is: the first sentence's "called the X" ('' if none). Unlike
+    ``room_of`` it knows the outside ("This outside location is called the outside."), as the paper
+    authors' room test does."""
+    match = _PLACE.search(look.split(".")[0])
+    return match.group(1).strip() if match else ""
+
+
 @dataclass(frozen=True)
 class Turn:
     """One executed step."""
@@ -45,9 +56,21 @@ class Trajectory:
     """Rooms in order of first visit."""
     room_looks: dict[str, str] = field(default_factory=dict)
     """Latest ``look around`` text of every visited room (Sage's planning prompt uses them)."""
+    places: list[str] = field(default_factory=list)
+    """Where the episode started, then where each turn ended (``place_of``; one more entry than
+    ``turns``): the authors' Sage prompts say where each step happened."""
+    place_looks: dict[str, str] = field(default_factory=dict)
+    """Latest ``look around`` text of every place visited, the outside included (``place_of``)."""
 
     def __post_init__(self) -> None:
         self._visit(self.current)
+        self._place(self.current)
+
+    def _place(self, result: StepResult) -> None:
+        place = place_of(result.look)
+        self.places.append(place)
+        if place:
+            self.place_looks[place] = result.look  # a dict keeps first-visit order, as the authors'
 
     @property
     def room(self) -> str:
@@ -64,6 +87,7 @@ class Trajectory:
         self.turns.append(Turn(result.steps, action, source, result.observation, result.score, result.reward))
         self.current = result
         self._visit(result)
+        self._place(result)
 
     def recent(self, n: int) -> list[Turn]:
         return self.turns[-n:] if n > 0 else []

@@ -311,7 +311,9 @@ def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
     """AMM counters of one episode (paper Appendix D): writes by tag and subtag, T1-T4 triggers,
     injections by target and fallbacks by reason (the reason's code, before any ``:`` detail).
 
-    A T1 trigger is one ladder run (its first-rung retrieval), not one retrieval per rung.
+    A T1 trigger is one env step on which the T1 ladder retrieved (fastslow's ladder climbs its rungs
+    within one step; the authors' moves one rung per failure in a row, one retrieval per step), not one
+    retrieval per rung. The Critic's own searches (rung ``critic...``) are Critic evidence, not T2.
     """
     writes = dict.fromkeys(MEMORY_TAGS, 0)
     subtags: dict[str, int] = defaultdict(int)
@@ -320,19 +322,23 @@ def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
     injections = dict.fromkeys(MEMORY_TARGETS, 0)
     injected_chars = 0
     fallbacks: dict[str, int] = defaultdict(int)
+    t1_steps: set[int] = set()
     for e in events:
         if isinstance(e, MemoryWrite):
             writes[e.tag] = writes.get(e.tag, 0) + 1
             subtags[f"{e.tag}/{e.subtag}"] += 1
         elif isinstance(e, MemoryRetrieval):
             retrievals += 1
-            if e.trigger != "T1" or e.rung in ("", "success"):
+            if e.trigger == "T1":
+                t1_steps.add(e.step)
+            elif not e.rung.startswith("critic"):
                 triggers[e.trigger] += 1
         elif isinstance(e, MemoryInjection):
             injections[e.target] += 1
             injected_chars += e.chars
         elif isinstance(e, MemoryFallback):
             fallbacks[e.reason.split(":")[0]] += 1
+    triggers["T1"] = len(t1_steps)
     return {
         "writes": sum(writes.values()),
         "writes_by_tag": writes,
@@ -457,6 +463,93 @@ def srm_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     }
 
 
+PAPER_COUNTERS: dict[str, dict[str, float]] = {
+    "memory_writes": {"amm": 4.48, "full": 4.89},
+    "t1_triggers": {"amm": 17.13, "full": 12.15},
+    "t4_triggers": {"amm": 19.13, "full": 11.77},
+    "swift_injections": {"amm": 30.81, "full": 23.03},
+    "sage_injections": {"amm": 19.13, "full": 11.77},
+    "gate_drops": {"srm": 20.03, "full": 17.48},
+    "critic_effective_calls": {"srm": 1.35, "full": 1.29},
+    "system2_calls": {"baseline": 24.6, "full": 14.1},
+    "swift_step_share": {"baseline": 0.4408, "amm": 0.4916, "srm": 0.5713, "full": 0.6201},
+    "buffer_step_share": {"baseline": 0.5592, "full": 0.3799},
+}
+"""The paper's Appendix D/E values per configuration (per episode; shares as fractions), for the report."""
+
+
+def paper_episode(events: Iterable[Event]) -> dict[str, int]:
+    """One episode's Appendix D/E counters as the paper's authors count them (``records.PaperCounters``)."""
+    row = dict.fromkeys(
+        (
+            "memory_writes",
+            "memory_writes_near_miss",
+            "t1_triggers",
+            "t4_triggers",
+            "swift_injections",
+            "sage_injections",
+            "gate_drops",
+            "critic_effective_calls",
+            "system2_calls",
+            "env_steps",
+            "swift_steps",
+            "buffer_steps",
+        ),
+        0,
+    )
+    t1_steps: set[int] = set()
+    for e in events:
+        if isinstance(e, MemoryWrite):
+            row["memory_writes"] += 1
+            row["memory_writes_near_miss"] += e.tag == "near-miss"
+        elif isinstance(e, MemoryRetrieval):
+            # One T1 trigger per step that retrieved for a Swift retry, whatever its rungs (memory_episode).
+            if e.trigger == "T1":
+                t1_steps.add(e.step)
+            row["t4_triggers"] += e.trigger == "T4"
+        elif isinstance(e, MemoryInjection):
+            row["swift_injections"] += e.target == "swift"
+            row["sage_injections"] += e.target == "sage"
+        elif isinstance(e, GateDecision):
+            row["gate_drops"] += e.outcome is GateOutcome.DROP
+        elif isinstance(e, CriticCall):
+            row["critic_effective_calls"] += e.injected and bool(e.actions)
+        elif isinstance(e, SageCall):
+            row["system2_calls"] += 1
+        elif isinstance(e, EnvStep):
+            row["env_steps"] += 1
+            row["swift_steps"] += e.source == "swift"
+            row["buffer_steps"] += e.source in BUFFER_SOURCES
+    row["t1_triggers"] = len(t1_steps)
+    return row
+
+
+def paper_counters(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
+    """Per-episode means of ``paper_episode`` over finished episodes; the step shares are pooled."""
+    rows = _finished_rows(episodes, paper_episode)
+    steps = sum(r["env_steps"] for r in rows)
+    out: dict[str, Any] = {"episodes": len(rows)}
+    for key in PAPER_COUNTER_KEYS:
+        out[key] = round(fmean(r[key] for r in rows), 4) if rows else None
+    out["swift_step_share"] = round(sum(r["swift_steps"] for r in rows) / steps, 4) if steps else None
+    out["buffer_step_share"] = round(sum(r["buffer_steps"] for r in rows) / steps, 4) if steps else None
+    return out
+
+
+PAPER_COUNTER_KEYS = (
+    "memory_writes",
+    "memory_writes_near_miss",
+    "t1_triggers",
+    "t4_triggers",
+    "swift_injections",
+    "sage_injections",
+    "gate_drops",
+    "critic_effective_calls",
+    "system2_calls",
+)
+"""The per-episode means of ``PaperCounters`` (the two step shares are pooled instead)."""
+
+
 def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> RunMetrics:
     """The whole metrics.json of a run: scores (``compute_metrics``), ``usage`` (controller counters and
     cost proxies, Appendix E) and ``mechanisms`` (AMM and SRM activity, Appendix D), all from the logs
@@ -470,5 +563,9 @@ def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> RunMetrics:
         return (iter_events(p) for p in paths)
 
     metrics["usage"] = controller_usage(logs()) | {"wall_s_per_episode": metrics["wall_s_per_episode"]}
-    metrics["mechanisms"] = {"memory": memory_usage(logs()), "srm": srm_usage(logs())}
+    metrics["mechanisms"] = {
+        "memory": memory_usage(logs()),
+        "srm": srm_usage(logs()),
+        "paper": paper_counters(logs()),
+    }
     return RunMetrics.model_validate(metrics)

@@ -32,9 +32,9 @@ from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
 
-METRICS_FORMAT = 3
+METRICS_FORMAT = 4
 """Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``), 2 had
-only the strict score (-100 as 0) as ``mean_score``."""
+only the strict score (-100 as 0) as ``mean_score``, 3 had no ``mechanisms.paper``."""
 METRICS_FILE = "metrics.json"
 
 
@@ -197,9 +197,48 @@ class SrmMetrics(_Record):
     critic_effective_calls_per_episode: float | None
 
 
+class PaperCounters(_Record):
+    """The mechanism counters of the paper's Appendix D/E, per finished episode, each defined as the
+    paper's authors' code counts it (docs/fidelity.md, row C1); the paper's own values are in
+    ``eval.metrics.PAPER_COUNTERS``. fastslow's broader counters are in ``memory``, ``srm`` and ``usage``."""
+
+    episodes: int
+    memory_writes: float | None
+    """Records written (authors: a ``write_success`` / ``write_nearmiss`` / ``write_avoidance`` call;
+    here ``memory_write`` events). Paper: 4.48 (+AMM), 4.89 (full)."""
+    memory_writes_near_miss: float | None
+    """Of those, near-miss records (the paper: "mostly near-miss")."""
+    t1_triggers: float | None
+    """T1 ladder runs: Swift failed (or Sage was forced) and memories were retrieved for a Swift retry;
+    one per ladder, whatever its rungs. Paper: 17.13 (+AMM), 12.15 (full)."""
+    t4_triggers: float | None
+    """T4 retrievals: Sage planned with memory planning on. Paper: 19.13 (+AMM), 11.77 (full)."""
+    swift_injections: float | None
+    """Memory blocks put into a Swift retry (one per rung that injected). Paper: 30.81, 23.03."""
+    sage_injections: float | None
+    """Memory blocks put into Sage's planning prompt. Paper: 19.13, 11.77."""
+    gate_drops: float | None
+    """Gate-1 DROP decisions (authors: ``DROP_INVALID`` from ``SRMGate.pre_execute`` on what they gate:
+    Swift's top-1, buffer heads, the ambiguity answer; with ``srm.gate.scope: authors`` fastslow gates the
+    same). Paper: 20.03 (+SRM), 17.48 (full)."""
+    critic_effective_calls: float | None
+    """Critic calls whose actions were injected into the buffer (the authors' "effective": the only
+    calls their budget counts; empty, low-quality and same-state answers are not). Paper: 1.35, 1.29."""
+    system2_calls: float | None
+    """Sage rounds (authors: steps on which ``findValidActionWithSystem2`` used System 2; the Critic is
+    counted on its own). Paper: 24.6 (baseline) to 14.1 (full)."""
+    swift_step_share: float | None
+    """Env steps whose action Swift chose directly, as a fraction of all env steps (pooled). Paper: 44.08%
+    (baseline), 49.16% (+AMM), 57.13% (+SRM), 62.01% (full)."""
+    buffer_step_share: float | None
+    """Env steps whose action came from the buffer (Sage or Critic plans). Paper: 55.92% to 37.99%."""
+
+
 class Mechanisms(_Record):
     memory: MemoryMetrics
     srm: SrmMetrics
+    paper: PaperCounters
+    """The Appendix D/E counters as the paper's authors define them."""
 
 
 # -- the file ------------------------------------------------------------------------------------------

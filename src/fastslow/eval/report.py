@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fastslow.env.tasks import all_tasks
 from fastslow.errors import UsageError
-from fastslow.eval.metrics import run_metrics
+from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics
 from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
 from fastslow.eval.rundir import read_run_record
 from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, iter_events
@@ -241,6 +241,31 @@ def section_table(runs: list[Run], section: str) -> Table:
     return head, [[k, *[_fmt(values.get(k)) for values in flat]] for k in keys]
 
 
+def _paper_config(name: str) -> str | None:
+    """The paper configuration a run's config stands for (baseline, amm, srm, full), if any."""
+    base = name.split(" (")[0].removeprefix("paper-").removeprefix("sensitivity/")
+    return {"paper": "baseline", "swiftsage": "baseline"}.get(base, base)
+
+
+def paper_counters_table(runs: list[Run]) -> Table:
+    """The Appendix D/E counters as the paper's authors define them (``mechanisms.paper``), one column per
+    run and, where the run's configuration is one of the paper's four, the paper's value beside it."""
+    head = ["counter (per episode)"]
+    for r in runs:
+        head += [r.name, "paper"]
+    rows = []
+    for key in (*PAPER_COUNTER_KEYS, "swift_step_share", "buffer_step_share"):
+        pct = key.endswith("_share")
+        row = [key]
+        for r in runs:
+            value = getattr(r.metrics.mechanisms.paper, key)
+            config = _paper_config(r.name)
+            paper = PAPER_COUNTERS.get(key, {}).get(config) if config else None
+            row += [_fmt(value, pct), _fmt(paper, pct)]
+        rows.append(row)
+    return head, rows
+
+
 def markdown(table: Table) -> str:
     head, rows = table
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -394,6 +419,10 @@ def write_report(dirs: list[Path], out: Path) -> Path:
         "per_task": ("Scores by task", per_task_table(runs)),
         "groups": ("Short / Medium / Long", group_table(runs)),
         "success": ("Success and Steps@Succ", success_table(runs)),
+        "paper_counters": (
+            "Mechanism counters as the paper's authors count them",
+            paper_counters_table(runs),
+        ),
         "mechanisms": ("Mechanism activity (per episode)", section_table(runs, "mechanisms")),
         "usage": ("Usage and cost proxies", section_table(runs, "usage")),
     }

@@ -80,6 +80,11 @@ class RunStart(BaseModel):
     """Records in the AMM store when this start began (None without AMM): a populated store is visible."""
     store_records_after_warmup: int | None = None
     """Records in the store once this start's warm-up was played (None without ``--warmup``)."""
+    memory_ranking: str | None = None
+    """AMM's retrieval ranking in this start, ``bm25`` or ``hybrid`` (None without AMM)."""
+    memory_embedder: str | None = None
+    """The embedder of hybrid ranking in this start (``all-MiniLM-L6-v2``, or the lexical stand-in's
+    name when the ``embed`` extra is not installed); None with BM25 ranking or without AMM."""
 
 
 class RunRecord(BaseModel):
@@ -339,6 +344,16 @@ def _store_records(config: RunConfig) -> int | None:
         raise UsageError(f"memory store: {exc}") from exc
 
 
+def memory_ranking(config: RunConfig) -> tuple[str | None, str | None]:
+    """(ranking, embedder name) AMM will use, as run.json records them; (None, None) without AMM."""
+    if not config.amm.enabled:
+        return None, None
+    from fastslow.memory.stores.vectors import embedder_for
+
+    embedder = embedder_for(config.amm.retrieval)
+    return config.amm.retrieval.ranking, (embedder.name if embedder is not None else None)
+
+
 def claim_run(
     out: Path,
     config: RunConfig,
@@ -381,6 +396,7 @@ def claim_run(
         (out / "config.yaml").write_text(yaml.safe_dump(dump, sort_keys=False), encoding="utf-8")
     except OSError as exc:
         raise OutputError(f"cannot write into --out {out}: {exc.strerror or exc}") from exc
+    ranking, embedder = memory_ranking(placed)
     record.starts = [
         *record.starts,
         RunStart(
@@ -391,6 +407,8 @@ def claim_run(
             workers=workers,
             executor=executor,
             store_records=_store_records(placed),
+            memory_ranking=ranking,
+            memory_embedder=embedder,
         ),
     ]
     write_json(out / RUN_FILE, record.model_dump(mode="json"))

@@ -16,6 +16,11 @@ from fastslow.strict import StrictModel
 StoreKind = Literal["sqlite", "postgres"]
 MemoryMode = Literal["online", "frozen"]
 BudgetUnit = Literal["chars", "tokens"]
+T1Ladder = Literal["within_step", "across_failures"]
+CriticEvidence = Literal["cache", "fresh"]
+TaggingProfile = Literal["fastslow", "authors"]
+RankingKind = Literal["bm25", "hybrid"]
+EmbedderChoice = Literal["auto", "minilm", "lexical"]
 
 SECRETS_CONTEXT_KEY = "secrets"
 """Serialization context key: ``model_dump(context={"secrets": True})`` keeps the DSN's password.
@@ -59,24 +64,37 @@ def redact_dsn(dsn: str) -> str:
 class SalienceConfig(StrictModel):
     """The write-side gate: which transitions become records (paper §3.1, write hook)."""
 
+    tagging: TaggingProfile = "fastslow"
+    """Which gate tags the transitions. ``fastslow``: the rules below (near-miss from ``small_reward``,
+    shaping actions never stored, avoidance at -100 and on a score loss), records keep the state before
+    the step. ``authors``: the authors' ``amm/tagging.py`` as their loop calls it (docs/amm.md, "Salience
+    gate"): the gain is the rise over the best score so far, any positive gain below the milestone is
+    near-miss (``small_reward`` unused, as in their code), a rewarded wait is near-miss/delayed_reward,
+    every episode end but 100 (step limit included) is avoidance/terminal_incorrect, their subtag names;
+    records hold the task description, the room, inventory and look after the step, the whole
+    observation and the 4 preceding turns (with the step itself their 5 recent actions)."""
     milestone_reward: int = Field(default=20, ge=1)
     """A score gain of at least this is a success/milestone memory (authors' threshold 20)."""
     small_reward: int = Field(default=5, ge=1)
     """A score gain of at least this (and below the milestone) is near-miss progress; smaller gains are
-    not stored (authors' small-reward threshold 5)."""
+    not stored (authors' small-reward threshold 5, which their own gate never reads: unused with
+    ``tagging: authors``)."""
     shaping_actions: list[str] = ["wait", "wait1", "wait2"]
-    """Actions never stored whatever happened: waiting lets time pass, it is not a reusable step."""
+    """Actions never stored whatever happened: waiting lets time pass, it is not a reusable step. With
+    ``tagging: authors`` a rewarded step starting with one of them is near-miss/delayed_reward instead."""
     store_invalid: bool = True
     """Store explicit invalid-action feedback ("No known action matches that input.") as avoidance."""
     store_failure: bool = True
     """Store a task-ending failure (score -100) as avoidance."""
     dedup_per_episode: bool = True
     """Store a given (tag, subtag, action) at most once per episode, so a loop of the same invalid
-    action writes one avoidance record, not fifty."""
+    action writes one avoidance record, not fifty (the authors' writer has no such check: off in amm.yaml)."""
     observation_chars: int = Field(default=300, ge=20)
-    """Observations are cut to this length in a record: records are compact, not transcripts."""
+    """Observations are cut to this length in a record: records are compact, not transcripts (fastslow
+    gate; the authors' keeps the whole observation)."""
     recent_turns: int = Field(default=3, ge=0)
-    """How many preceding (action -> observation) turns a record keeps as recent context."""
+    """How many preceding (action -> observation) turns a record keeps as recent context (fastslow gate;
+    the authors' keeps 4)."""
 
 
 class RetrievalConfig(StrictModel):
@@ -100,12 +118,91 @@ class RetrievalConfig(StrictModel):
     """Search the current task's memories first and fill up from other tasks only if too few."""
     stagnation_window: int = Field(default=5, ge=2)
     """T2 fires when the last this-many steps gained no score and showed at most 2 distinct
-    observations (the AMM-side check; SRM has its own detector)."""
+    observations (the AMM-side check; SRM has its own detector). Unused when ``t2_at`` is set."""
+    # -- trigger profile: the defaults are fastslow's triggers, configs/amm.yaml sets the authors' ------
+    t1_ladder: T1Ladder = "within_step"
+    """How T1 climbs its two rungs. ``within_step``: both in one timestep (success-only memories and a
+    Swift retry, then success + near-miss memories and another retry, then escalate). ``across_failures``
+    (the authors' ``findValidActionWithSystem2``): one rung per Swift failure, chosen by the number of
+    Swift failures in a row before this one: none, success-only; one, success + near-miss; two or more,
+    no T1. The count restarts when Swift's top prediction is valid (a T1 retry included), when an action
+    comes from the buffer (Sage's or the Critic's) and on every iteration a forcing rule sent to Sage."""
+    t1_on_forced: bool = False
+    """T1 also fires when a forcing rule of the authors' loop sends the iteration to Sage (two iterations
+    without an env step, two failure messages, a Gate-1 drop loop; not the focus rule, which the authors
+    exempt), whether or not Swift's own proposal was valid; a valid memory-conditioned Swift proposal
+    then runs instead of Sage. Needs ``t1_settles`` (otherwise the forcing rule would still call Sage)."""
+    t1_settles: bool = False
+    """A proposal T1 made valid is Swift's action for the iteration, without the arbitration rules (the
+    authors return it at once, before their no-progress rule). False: it is arbitrated like any
+    Swift proposal (the no-progress rule may still call Sage)."""
+    t1_retry_without_memories: bool = False
+    """Retry Swift even when the rung found no memory to show (the authors' retry does not depend on
+    what the search returned); False skips the rung, logging ``MemoryFallback(no_records)``."""
+    t1_inject: bool = True
+    """Show the retrieved memories to the retried Swift. False = the authors' "T1 injection off"
+    sensitivity (``--disable-swift-injection``): T1 still retrieves (logged) and retries Swift, with
+    no memories and no ``MemoryInjection``."""
+    t1_zero_scores: bool = False
+    """The retried Swift sees every score and reward of the episode as 0: the authors' retry rebuilds
+    Swift's input with zero placeholders, so it reads "Score: 0" and "+0" on every history line."""
+    t2_at: list[int] = []
+    """Fire T2 when Swift's top prediction is valid and exactly this many env steps in a row have made
+    no progress (no success or near-miss transition by the salience gate): the authors' thresholds 4
+    (success memories) and 8 (success + near-miss memories): the first threshold retrieves success
+    memories, every later one success and near-miss. Empty: fastslow's ``stagnation_window`` check
+    after each step."""
+    t4_avoidance_on_failures: bool = False
+    """At T4, when failure messages were seen since Sage last planned (the authors' failed-action
+    list, ``env.valid.authors_failed``), also retrieve avoidance memories; they fill the T4 block's slots
+    (``t4_k`` in all) that success and near-miss memories left, as the authors' planning block keeps
+    the first five of the success list followed by the avoidance list."""
+    critic_evidence: CriticEvidence = "cache"
+    """What the LLM Critic reads from AMM. ``cache``: the records T3 (else T2) cached, avoidance
+    included. ``fresh`` (the authors' ``amm/retrieve_for_critic.py``): a new success + near-miss
+    search at the call, without records whose observation is a refusal, ranked by same task, same room,
+    a positive reward (a focus last when the focus budget is spent), the best ``critic_k``; plus one
+    avoidance memory when the recent steps show failures."""
+    critic_k: int = Field(default=3, ge=1)
+    """``critic_evidence: fresh``: success and near-miss memories given to the Critic (authors: 3, of
+    the 10 their search returns)."""
+
+    @model_validator(mode="after")
+    def _forced_t1_settles(self) -> RetrievalConfig:
+        # On a forced iteration the arbitration would send Swift's rescued proposal to Sage anyway.
+        if self.t1_on_forced and not self.t1_settles:
+            raise ValueError("amm.retrieval.t1_on_forced needs amm.retrieval.t1_settles: true")
+        if any(n < 1 for n in self.t2_at) or sorted(set(self.t2_at)) != self.t2_at:
+            raise ValueError("amm.retrieval.t2_at must list distinct positive step counts, ascending")
+        return self
+
     query_terms: int = Field(default=16, ge=1)
     """At most this many distinct content words go into a full-text query (bounds search latency)."""
     max_postings: int = Field(default=400, ge=1)
     """A task-filtered search uses only its rarest words whose postings add up to at most this many
     records, so its cost stays flat as the store grows (see ``stores.base.prune_by_frequency``)."""
+    ranking: RankingKind = "bm25"
+    """How records are ranked for a query. ``bm25``: full-text BM25 alone. ``hybrid``: the authors'
+    Letta archival search, a BM25 list and an embedding-similarity list fused by reciprocal rank
+    (``rrf_k``, ``vector_weight``, ``fts_weight``); each record's vector is computed when it is written
+    and stored with it."""
+    filter_tags: bool = True
+    """Keep only records whose tag the trigger asks for. False = the authors' Letta search: every
+    record competes, a trigger's tags only shape its query wording."""
+    embedder: EmbedderChoice = "auto"
+    """hybrid: the sentence embedder. ``auto`` = MiniLM (all-MiniLM-L6-v2) when the ``embed`` extra is
+    installed, else the lexical stand-in (hashed words and trigrams, not a semantic model); the run
+    says which it used (run.json ``starts[].memory_embedder``, and the start-up line of ``eval``)."""
+    rrf_k: int = Field(default=60, ge=1)
+    """Reciprocal rank fusion constant: a record ranked r in a list adds ``weight / (rrf_k + r)``
+    (Letta: 60, the constant of Cormack et al. 2009)."""
+    rrf_depth: int = Field(default=10, ge=1)
+    """Candidates each list (BM25, embedding) contributes to the fusion, at least the k asked for
+    (Letta fetches ``top_k`` from each; the authors ask for 10)."""
+    vector_weight: float = Field(default=0.5, ge=0.0)
+    """Weight of the embedding list in the fusion (Letta: 0.5)."""
+    fts_weight: float = Field(default=0.5, ge=0.0)
+    """Weight of the BM25 list in the fusion (Letta: 0.5)."""
 
 
 class InjectionConfig(StrictModel):

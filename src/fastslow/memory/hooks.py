@@ -2,10 +2,19 @@
 
 - ``after_step`` (after every env step, once the step is recorded in the trajectory): salience-gated
   write, then the T3 / T2 checks, which only retrieve and cache.
-- ``t1_ladder`` (Swift failed): retry Swift with success-only memories, then with success+near-miss
-  memories; if neither retry gives an acceptable proposal, the controller escalates to Sage.
+- ``swift_proposed`` (Swift proposed, through the controller's ``AmmHook``): T1 when Swift failed, and
+  T2 at the authors' counts of steps without progress when it did not.
+- ``t1_ladder`` (T1): retry Swift with success-only memories, then with success+near-miss memories; if
+  no retry gives an acceptable proposal, the controller escalates to Sage.
 - ``t4`` (Sage is about to plan): a block of success and near-miss memories for the planning prompt.
-- ``critic_evidence`` (full system): the cached T2/T3 records as a Critic block.
+- ``critic_evidence`` (full system): memories for the LLM Critic's prompt.
+
+Two trigger profiles share this code (``amm.retrieval``, docs/fidelity.md rows M-T1 to M-T5): fastslow's
+(the defaults, which the fast-pathway configurations keep) and the paper authors' final loop
+(``configs/amm.yaml``): T1 climbs one rung per Swift failure in a row, also fires when a forcing rule
+sends the iteration to Sage, retries Swift whatever the search found and with the scores hidden, and a
+valid retry is Swift's action; T2 fires at 4 and 8 steps without progress; T4 adds avoidance memories
+after failure messages; the Critic gets a search of its own.
 
 AMM is informational: every method returns evidence or a proposal for the controller to arbitrate,
 none executes anything, and every failure leaves the baseline input unchanged (``MemoryFallback``).
@@ -13,18 +22,27 @@ none executes anything, and every failure leaves the baseline input unchanged (`
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
+from fastslow.env.valid import FOCUS_COUNT, authors_failed
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
-from fastslow.memory.config import AmmConfig
+from fastslow.memory.config import AmmConfig, SalienceConfig
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block
 from fastslow.memory.records import MemoryRecord, Tag
-from fastslow.memory.retrieval import MemoryRetriever
-from fastslow.memory.salience import STORE_ERROR, MemoryWriter, is_invalid_feedback
+from fastslow.memory.retrieval import MemoryRetriever, dedup_key
+from fastslow.memory.salience import (
+    STORE_ERROR,
+    MemoryWriter,
+    best_score_before,
+    classify,
+    classify_authors,
+    is_invalid_feedback,
+)
 from fastslow.memory.stores import BulkStore, MemoryStore, MemoryStoreError, open_store
 from fastslow.swift.base import MemoryHint, Proposal
 
@@ -38,6 +56,31 @@ T1_RUNGS: tuple[tuple[str, tuple[Tag, ...]], ...] = (
 )
 PLANNING_TAGS: tuple[Tag, ...] = ("success", "near-miss")
 ALL_TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")
+AVOIDANCE: tuple[Tag, ...] = ("avoidance",)
+
+T1_EXEMPT_FORCING = frozenset({"focus_before_sage"})
+"""Forcing rules (``controller.escalation.Rule`` values) on which T1 does not fire even with
+``t1_on_forced``: the authors' loop passes its forcing reason to skip T1 when their focus gate forced Sage."""
+CRITIC_SEARCH_K = 10
+"""``critic_evidence: fresh``: records each Critic search returns before ranking (the authors' top 10)."""
+CRITIC_AVOIDANCE_K = 1
+"""``critic_evidence: fresh``: avoidance memories the Critic gets at most (the authors: 1)."""
+CRITIC_REFUSALS = (
+    "no known action matches",
+    "you can't",
+    "you cannot",
+    "not allowed",
+    "doesn't seem possible",
+    "invalid action",
+)
+"""A success or near-miss record whose observation holds one of these (lower case) is no evidence of what
+works: the fresh Critic search leaves it out, as the authors' Critic block does."""
+FAILURE_SIGNAL = (*CRITIC_REFUSALS[:5], "not possible", "cannot")
+"""Phrases in the last two observations that make the Critic's fresh evidence include an avoidance
+memory (the authors' failure signal of the recent history)."""
+NAVIGATION_PATTERN = "navigation_loop"
+"""SRM's navigation stagnation pattern: a report of only this one brings no avoidance memory (the
+authors' "move spam" exception); every other pattern is one of their failure signals."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +89,8 @@ class T1Outcome:
 
     proposal: Proposal | None
     rung: str
-    """Rung that produced the accepted proposal; ``escalate`` when none did, ``disabled`` if T1 is off."""
+    """Rung that produced the accepted proposal; ``escalate`` when none did, ``disabled`` if T1 is off,
+    ``exhausted`` when ``t1_ladder: across_failures`` has no rung left for this many failures in a row."""
     records: tuple[MemoryRecord, ...] = ()
     """Memories the accepted retry saw."""
     retries: int = 0
@@ -75,6 +119,87 @@ def stagnant(traj: Trajectory, window: int) -> bool:
     )
 
 
+def progressed(
+    traj: Trajectory, action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig
+) -> bool:
+    """The step is a success or near-miss transition by the run's salience gate: progress, which
+    restarts ``t2_at``'s count (the authors' working memory resets its cycles without progress when it
+    writes one, and counts every other step, avoidance included). Whether the record was stored (the
+    per-episode dedup, frozen mode) does not matter: the gate's verdict does."""
+    if cfg.tagging == "authors":
+        if prev.done:
+            return False
+        salience = classify_authors(action, result, best_score_before(traj, result.steps), cfg)
+    else:
+        salience = classify(action, prev, result, cfg)
+    return salience is not None and salience.tag != "avoidance"
+
+
+@contextmanager
+def scores_hidden(traj: Trajectory) -> Iterator[Trajectory]:
+    """``traj`` with every score and reward 0 while the block runs (the authors' T1 retry input).
+
+    The trajectory object itself is changed and restored, not copied: Swift proposers may key state on
+    the episode's trajectory (the T5 Swift's history renaming), which a copy would reset."""
+    turns, current = traj.turns, traj.current
+    traj.turns = [replace(t, score=0, reward=0) for t in turns]
+    traj.current = replace(current, score=0, reward=0)
+    try:
+        yield traj
+    finally:
+        traj.turns, traj.current = turns, current
+
+
+def focus_spent(traj: Trajectory) -> bool:
+    """The task's focus budget is used up: as many focus actions executed as the authors' per-task focus
+    count (their Critic ranks a memory's focus action last then)."""
+    used = sum(1 for t in traj.turns if t.action.strip().lower().startswith("focus on "))
+    return used >= FOCUS_COUNT.get(traj.task_id, 1)
+
+
+def rank_for_critic(records: Sequence[MemoryRecord], traj: Trajectory) -> list[MemoryRecord]:
+    """The fresh Critic evidence in the authors' order: records of the same task (the same description
+    when the record has one) first, then the same room, then a positive reward, a focus last once the
+    focus budget is spent; ties keep the search's order. Avoidance records and records whose
+    observation is a refusal are left out."""
+    room = traj.room.strip().lower()
+    spent = focus_spent(traj)
+    task = (traj.current.task_description or traj.task_description).strip().lower()
+
+    def same_task(r: MemoryRecord) -> bool:
+        # The authors compare task descriptions (one variation's wording); a record of fastslow's gate
+        # has none, so its task name decides.
+        if r.task_description and task:
+            return task in r.task_description.strip().lower()
+        return r.task_name == traj.task_name
+
+    def key(r: MemoryRecord) -> tuple[int, int]:
+        score = (
+            1000 * same_task(r)
+            + 100 * (bool(room) and r.room.strip().lower() == room)
+            + 10 * (r.reward > 0)
+            - (spent and r.action.strip().lower().startswith("focus on"))
+        )
+        return -score, -r.reward
+
+    kept = [
+        r
+        for r in records
+        if r.tag != "avoidance" and not any(m in r.observation.lower() for m in CRITIC_REFUSALS)
+    ]
+    return sorted(kept, key=key)
+
+
+def critic_wants_avoidance(traj: Trajectory, patterns: Sequence[str] | None) -> bool:
+    """The Critic's fresh evidence includes an avoidance memory: the stagnation report names a pattern
+    other than the navigation loop, or (no such pattern) the last two observations show a failure.
+    A report of only the navigation loop never does. ``patterns`` None: the report is not known."""
+    if patterns:
+        return not all(p == NAVIGATION_PATTERN for p in patterns)
+    recent = " ".join(t.observation.lower() for t in traj.recent(2))
+    return any(k in recent for k in FAILURE_SIGNAL)
+
+
 class AmmHooks:
     """AMM for one episode."""
 
@@ -88,6 +213,13 @@ class AmmHooks:
         self.cache: dict[MemoryTrigger, list[MemoryRecord]] = {}
         """Records retrieved at T2/T3, kept for the Critic; never injected in the AMM-only configuration."""
         self._last_t2_step = -(10**9)
+        self.swift_failures = 0
+        """Swift failures in a row before the current proposal (``t1_ladder: across_failures``)."""
+        self.no_progress = 0
+        """Env steps in a row without a success or near-miss transition (``t2_at``)."""
+        self.failures_since_plan = 0
+        """Failure messages (``env.valid.authors_failed``) since T4 last ran (for
+        ``t4_avoidance_on_failures``)."""
 
     # -- write side ---------------------------------------------------------------------------------
     def after_step(
@@ -96,12 +228,18 @@ class AmmHooks:
         """Write hook plus T3/T2 checks. Call after ``traj.record(action, source, result)``."""
         record = self.writer.after_step(traj, action, prev, result)
         rcfg = self.cfg.retrieval
+        self.no_progress = (
+            0 if progressed(traj, action, prev, result, self.cfg.write) else self.no_progress + 1
+        )
+        if authors_failed(result.observation):
+            self.failures_since_plan += 1
         # T3 fires on the first repeat of an invalid action, not again on every further repeat.
         streak_start = len(traj.turns) < 3 or traj.turns[-3].action.strip().lower() != action.strip().lower()
         if rcfg.t3 and repeated_invalid(traj) and streak_start:
             self.t3(traj)
         elif (
             rcfg.t2
+            and not rcfg.t2_at
             and stagnant(traj, rcfg.stagnation_window)
             and result.steps - self._last_t2_step >= rcfg.stagnation_window
         ):
@@ -114,13 +252,22 @@ class AmmHooks:
         self.sink.emit(MemoryFallback(step=traj.current.steps, trigger=trigger, target=target, reason=reason))
 
     def _block(
-        self, traj: Trajectory, trigger: MemoryTrigger, records: list[MemoryRecord], audience: Audience
+        self,
+        traj: Trajectory,
+        trigger: MemoryTrigger,
+        records: list[MemoryRecord],
+        audience: Audience,
+        *,
+        tags: Sequence[Tag] | None = None,
+        ordered: bool = False,
     ) -> InjectionResult:
         icfg = self.cfg.injection
         budget = {"swift": icfg.swift_budget, "sage": icfg.sage_budget, "critic": icfg.critic_budget}[
             audience
         ]
-        block = format_memory_block(records, budget, audience, icfg.unit, icfg.observation_chars)
+        block = format_memory_block(
+            records, budget, audience, icfg.unit, icfg.observation_chars, tags=tags, ordered=ordered
+        )
         if block.ok:
             self.sink.emit(
                 MemoryInjection(
@@ -135,6 +282,41 @@ class AmmHooks:
             self._fallback(traj, trigger, audience, block.fallback or "unknown")
         return block
 
+    def swift_proposed(
+        self,
+        traj: Trajectory,
+        *,
+        failed: bool,
+        forced: str | None,
+        retry: Callable[[list[MemoryRecord]], Proposal],
+        accept: Callable[[Proposal], bool] | None = None,
+        again: bool = False,
+    ) -> T1Outcome | None:
+        """Swift proposed for this loop iteration: T1 if it fires (its outcome; None if it did not), else
+        T2 at the authors' no-progress counts; keeps the count of Swift failures in a row.
+
+        ``failed``: the controller's "Swift failed" test on the proposal; ``forced``: the forcing rule
+        sending the iteration to Sage (None: none holds); ``again``: a later iteration of the same env
+        step, whose proposal the hooks already saw. fastslow's profile: T1 fires when Swift failed,
+        forced or not, once per env step. ``t1_on_forced``: also whenever a forcing rule other than
+        ``T1_EXEMPT_FORCING`` holds, on every such iteration.
+        """
+        rcfg = self.cfg.retrieval
+        if again and not rcfg.t1_on_forced:
+            return None
+        fires = forced not in T1_EXEMPT_FORCING if forced is not None and rcfg.t1_on_forced else failed
+        outcome = self.t1_ladder(traj, retry, accept) if fires else None
+        if forced is not None:
+            # The authors' count: Swift is not expected to act when Sage is forced.
+            self.swift_failures = 0
+        elif failed:
+            rescued = outcome is not None and outcome.proposal is not None
+            self.swift_failures = 0 if rescued else self.swift_failures + 1
+        else:
+            self.swift_failures = 0
+            self.t2_count(traj)
+        return outcome
+
     def t1_ladder(
         self,
         traj: Trajectory,
@@ -145,16 +327,25 @@ class AmmHooks:
 
         ``retry`` calls Swift with the given memories; ``accept`` says whether a proposal is good enough
         (default: its top action is in the current valid set). A rung whose records equal the previous
-        rung's is skipped, since the retry would see the same evidence.
+        rung's is skipped, since the retry would see the same evidence. ``t1_ladder: across_failures``
+        runs only the rung of the current count of Swift failures in a row; ``t1_retry_without_memories``
+        retries a rung that found nothing to show (with no memories); ``t1_inject`` off retries with no
+        memories whatever was found.
         """
-        if not self.cfg.retrieval.t1:
+        rcfg = self.cfg.retrieval
+        if not rcfg.t1:
             return T1Outcome(None, "disabled")
         ok = accept or (lambda p: p.top is not None and p.top in traj.current.valid_actions)
+        rungs = T1_RUNGS
+        if rcfg.t1_ladder == "across_failures":
+            if self.swift_failures >= len(T1_RUNGS):
+                return T1Outcome(None, "exhausted")
+            rungs = T1_RUNGS[self.swift_failures : self.swift_failures + 1]
         previous: tuple[str, ...] | None = None
         retries = 0
-        for rung, tags in T1_RUNGS:
+        for rung, tags in rungs:
             try:
-                records = self.retriever.retrieve("T1", traj, self.cfg.retrieval.t1_k, tags, rung=rung)
+                records = self.retriever.retrieve("T1", traj, rcfg.t1_k, tags, rung=rung)
             except MemoryStoreError as exc:
                 self._fallback(traj, "T1", "swift", f"{STORE_ERROR}{exc}")
                 break
@@ -162,29 +353,57 @@ class AmmHooks:
             if ids == previous:
                 continue
             previous = ids
-            block = self._block(traj, "T1", records, "swift")
-            if not block.ok:
-                continue
-            proposal = retry(list(block.records))
+            shown: tuple[MemoryRecord, ...] = ()
+            if rcfg.t1_inject:
+                block = self._block(traj, "T1", records, "swift")
+                if not block.ok and not rcfg.t1_retry_without_memories:
+                    continue
+                shown = block.records if block.ok else ()
+            proposal = retry(list(shown))
             retries += 1
             if ok(proposal):
-                return T1Outcome(proposal, rung, block.records, retries)
+                return T1Outcome(proposal, rung, shown, retries)
         return T1Outcome(None, "escalate", retries=retries)
 
+    @contextmanager
+    def retry_view(self, traj: Trajectory) -> Iterator[Trajectory]:
+        """The trajectory a T1 retry's Swift reads: scores hidden with ``t1_zero_scores``, else as is."""
+        if not self.cfg.retrieval.t1_zero_scores:
+            yield traj
+            return
+        with scores_hidden(traj) as hidden:
+            yield hidden
+
     def t4(self, traj: Trajectory) -> InjectionResult:
-        """Sage is about to plan: the memory block for its planning prompt (``text`` None: use baseline)."""
-        if not self.cfg.retrieval.t4:
+        """Sage is about to plan: the memory block for its planning prompt (``text`` None: use baseline).
+
+        With ``t4_avoidance_on_failures`` and failure messages since the last plan (and T3's avoidance
+        retrieval on), avoidance memories fill the slots of ``t4_k`` the planning memories left."""
+        rcfg = self.cfg.retrieval
+        failures, self.failures_since_plan = self.failures_since_plan, 0
+        if not rcfg.t4:
             return InjectionResult(None, fallback="disabled")
         try:
-            records = self.retriever.retrieve("T4", traj, self.cfg.retrieval.t4_k, PLANNING_TAGS)
+            records = self.retriever.retrieve("T4", traj, rcfg.t4_k, PLANNING_TAGS)
+            avoid: list[MemoryRecord] = []
+            if rcfg.t4_avoidance_on_failures and rcfg.t3 and failures:
+                avoid = self.retriever.retrieve("T4", traj, rcfg.t4_k, AVOIDANCE, rung="avoidance")
         except MemoryStoreError as exc:
             self._fallback(traj, "T4", "sage", f"{STORE_ERROR}{exc}")
             return InjectionResult(None, fallback=f"{STORE_ERROR}{exc}")
-        return self._block(traj, "T4", records, "sage")
+        ids = {r.id for r in records}
+        fill = [r for r in avoid if r.tag == "avoidance" and r.id not in ids][
+            : max(rcfg.t4_k - len(records), 0)
+        ]
+        if not fill:
+            return self._block(traj, "T4", records, "sage")
+        return self._block(traj, "T4", records + fill, "sage", tags=ALL_TAGS, ordered=True)
 
-    def _cache(self, trigger: MemoryTrigger, traj: Trajectory) -> list[MemoryRecord]:
+    def _cache(
+        self, trigger: MemoryTrigger, traj: Trajectory, tags: Sequence[Tag] = ALL_TAGS, rung: str = ""
+    ) -> list[MemoryRecord]:
         try:
-            records = self.retriever.retrieve(trigger, traj, self.cfg.retrieval.cache_k, ALL_TAGS)
+            records = self.retriever.retrieve(trigger, traj, self.cfg.retrieval.cache_k, tags, rung=rung)
         except MemoryStoreError as exc:
             self._fallback(traj, trigger, "cache", f"{STORE_ERROR}{exc}")
             records = []
@@ -195,15 +414,44 @@ class AmmHooks:
         """Stagnation: retrieve and cache; changes no model input in the AMM-only configuration."""
         return self._cache("T2", traj)
 
+    def t2_count(self, traj: Trajectory) -> list[MemoryRecord] | None:
+        """``t2_at``: T2 when the count of steps without progress is one of the thresholds (the first
+        retrieves success memories, a later one success and near-miss), cached as ``t2`` caches; None
+        when it does not fire."""
+        rcfg = self.cfg.retrieval
+        if not rcfg.t2 or self.no_progress not in rcfg.t2_at:
+            return None
+        rung, tags = T1_RUNGS[0] if self.no_progress == rcfg.t2_at[0] else T1_RUNGS[1]
+        return self._cache("T2", traj, tags, rung)
+
     def t3(self, traj: Trajectory) -> list[MemoryRecord]:
         """Repeated invalid action: retrieve and cache; no model input changes in the AMM-only config."""
         return self._cache("T3", traj)
 
-    def critic_evidence(self, traj: Trajectory) -> InjectionResult:
-        """Full system: the cached T3 (else T2) records as a Critic block; the cache is consumed."""
-        trigger: MemoryTrigger = "T3" if self.cache.get("T3") else "T2"
-        records = self.cache.pop(trigger, [])
-        return self._block(traj, trigger, records, "critic")
+    def critic_evidence(self, traj: Trajectory, patterns: Sequence[str] | None = None) -> InjectionResult:
+        """Full system: the Critic's memory block. ``critic_evidence: cache``: the cached T3 (else T2)
+        records, consuming the cache. ``fresh``: a search of its own (``rank_for_critic``), plus one
+        avoidance memory when ``critic_wants_avoidance`` (``patterns``: the stagnation report's)."""
+        rcfg = self.cfg.retrieval
+        if rcfg.critic_evidence == "cache":
+            trigger: MemoryTrigger = "T3" if self.cache.get("T3") else "T2"
+            records = self.cache.pop(trigger, [])
+            return self._block(traj, trigger, records, "critic")
+        # The Critic is called on stagnation, T2's condition: its searches are logged as T2 rungs.
+        try:
+            found = self.retriever.retrieve("T2", traj, CRITIC_SEARCH_K, PLANNING_TAGS, rung="critic")
+            avoid: list[MemoryRecord] = []
+            if rcfg.t3 and critic_wants_avoidance(traj, patterns):
+                avoid = self.retriever.retrieve(
+                    "T2", traj, CRITIC_SEARCH_K, AVOIDANCE, rung="critic-avoidance"
+                )
+        except MemoryStoreError as exc:
+            self._fallback(traj, "T2", "critic", f"{STORE_ERROR}{exc}")
+            return InjectionResult(None, fallback=f"{STORE_ERROR}{exc}")
+        worked = rank_for_critic(found, traj)[: rcfg.critic_k]
+        seen = {dedup_key(r) for r in worked}
+        warn = [r for r in avoid if r.tag == "avoidance" and dedup_key(r) not in seen][:CRITIC_AVOIDANCE_K]
+        return self._block(traj, "T2", worked + warn, "critic", ordered=True)
 
 
 class Amm:

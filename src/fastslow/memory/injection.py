@@ -2,7 +2,8 @@
 
 Retrieved records are deduplicated, filtered by operational type for the audience (Swift and Sage see
 success and near-miss memories only - negative evidence stays out of the generative pathways; the
-Critic also sees avoidance memories), then compressed in a fixed order until the block fits:
+Critic also sees avoidance memories; the authors' T4 profile gives Sage avoidance memories after failure
+messages), then compressed in a fixed order until the block fits:
 
 1. drop the recent-context lines, 2. drop inventories and cut observations to 80 characters,
 3. drop task and room and cut observations to 40 characters, 4. drop the last records one by one.
@@ -192,11 +193,16 @@ def format_memory_block(
     unit: BudgetUnit = "chars",
     observation_chars: int = 160,
     template: jinja2.Template | None = None,
+    *,
+    tags: Sequence[Tag] | None = None,
+    ordered: bool = False,
 ) -> InjectionResult:
     """The memory block for ``audience`` within ``budget``, or a fallback reason.
 
     The block's records are ``sanitize``d copies (same ids). ``template`` replaces the packaged
-    ``memory_block.j2`` (prompt experiments; tests of the fallbacks).
+    ``memory_block.j2`` (prompt experiments; tests of the fallbacks). ``tags`` replaces the audience's
+    record types (the authors' T4 gives Sage avoidance memories after failure messages); ``ordered``
+    keeps the caller's order (a ranking of its own) instead of success, near-miss, avoidance.
     """
     unique: list[MemoryRecord] = []
     keys: set[tuple[str, str]] = set()
@@ -204,10 +210,10 @@ def format_memory_block(
         if dedup_key(record) not in keys:
             keys.add(dedup_key(record))
             unique.append(record)
-    allowed = AUDIENCE_TAGS[audience]
-    kept = sorted(
-        (sanitize(r, observation_chars) for r in unique if r.tag in allowed), key=lambda r: _TAG_ORDER[r.tag]
-    )
+    allowed = AUDIENCE_TAGS[audience] if tags is None else tuple(tags)
+    kept = [sanitize(r, observation_chars) for r in unique if r.tag in allowed]
+    if not ordered:
+        kept.sort(key=lambda r: _TAG_ORDER[r.tag])
     dropped = {"duplicate": len(records) - len(unique), "type": len(unique) - len(kept), "budget": 0}
     if not kept:
         return InjectionResult(None, fallback="no_records", dropped=dropped)

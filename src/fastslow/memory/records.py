@@ -19,6 +19,12 @@ from fastslow.env.semantics import RECORD_STOPWORDS
 
 Tag = Literal["success", "near-miss", "avoidance"]
 TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")
+AUTHORS_TAG_NAMES: dict[Tag, str] = {
+    "success": "episodic_success",
+    "near-miss": "episodic_nearmiss",
+    "avoidance": "avoidance",
+}
+"""The authors' names of the three primary tags (``amm/tagging.py``); their records carry them as text."""
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -71,7 +77,12 @@ class MemoryRecord:
     score_after: int
     tag: Tag
     subtag: str
-    """Why the gate stored it: terminal, milestone, focus, progress, invalid-action, task-failure."""
+    """Why the gate stored it: terminal, milestone, focus, progress, invalid-action, task-failure
+    (``salience.tagging`` fastslow); the authors' names with ``tagging: authors`` (``AUTHORS_SUBTAGS``)."""
+    task_description: str = ""
+    """The task's full description (the authors' ``TASK:`` line); '' in records of the fastslow gate."""
+    look: str = ""
+    """``look around`` after the step (the authors' ``LOOK:`` line); '' in records of the fastslow gate."""
     id: str = field(default_factory=new_id)
     created: float = field(default_factory=time.time)
 
@@ -80,10 +91,24 @@ class MemoryRecord:
         return self.score_after - self.score_before
 
     def search_text(self) -> str:
-        """What full-text search indexes: the situation and the step, not the bookkeeping fields."""
-        return " ".join(
-            (self.task_name.replace("-", " "), self.room, self.inventory, self.action, self.observation)
-        )
+        """What full-text search indexes and hybrid ranking embeds: the situation and the step, not the
+        bookkeeping fields.
+
+        A record of the authors' gate (it has a task description) reads as their record's content does
+        in Letta, which indexes and embeds all of it: also the task description, the recent turns, the
+        tag names and, last (an embedder keeps only the first few hundred tokens), the look text.
+        """
+        parts = [self.task_name.replace("-", " "), self.room, self.inventory, self.action, self.observation]
+        if self.task_description:
+            parts = [
+                self.task_description,
+                *parts,
+                *self.recent,
+                AUTHORS_TAG_NAMES[self.tag],
+                self.subtag,
+                self.look,
+            ]
+        return " ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -136,8 +161,10 @@ class RecordError(ValueError):
 
 
 _FIELDS = frozenset(f.name for f in fields(MemoryRecord))
-# id and created have defaults, but a stored row without them is not one fastslow wrote.
-_REQUIRED = _FIELDS - {"recent"}
+# id and created have defaults, but a stored row without them is not one fastslow wrote. Rows written
+# before the authors' gate existed have no task_description or look: they read as ''.
+_OPTIONAL = frozenset({"recent", "task_description", "look"})
+_REQUIRED = _FIELDS - _OPTIONAL
 _TYPES: dict[str, type] = {
     "task_id": int,
     "task_name": str,
@@ -152,5 +179,7 @@ _TYPES: dict[str, type] = {
     "score_after": int,
     "tag": str,
     "subtag": str,
+    "task_description": str,
+    "look": str,
     "id": str,
 }

@@ -4,6 +4,13 @@ The query is the situation the agent is in - its last action and observation, ro
 task - so records of similar situations rank first. Records of the current task come first; other
 tasks fill up the remaining slots (same ScienceWorld topics share objects and rooms). Results are
 deduplicated on (action, observation) so k slots hold k different pieces of evidence.
+
+Two rankings (``amm.retrieval.ranking``): ``bm25``, full-text BM25 alone, and ``hybrid``, the authors'
+Letta archival search: a BM25 list and a list by similarity of the records' stored embedding vectors,
+fused by weighted reciprocal rank (``rrf_fuse``: a record at rank r of a list scores ``w / (k + r)``,
+k=60, weights 0.5/0.5, as Letta's ``_reciprocal_rank_fusion``). The paper configurations rank hybrid
+over every record (``filter_tags`` and ``same_task_first`` off), so a trigger's tags shape only its
+query wording; the fast pathway keeps BM25 with the tag filter and the current task first.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from fastslow.events import EventSink, MemoryRetrieval, MemoryTrigger
 from fastslow.memory.config import RetrievalConfig
 from fastslow.memory.records import MemoryRecord, inventory_summary
 from fastslow.memory.stores.base import MemoryStore
+from fastslow.memory.stores.vectors import embedder_for
 
 
 def state_query(traj: Trajectory) -> str:
@@ -32,6 +40,41 @@ def state_query(traj: Trajectory) -> str:
     return " ".join(p for p in parts if p)
 
 
+def rrf_fuse(
+    lists: Sequence[Sequence[MemoryRecord]], weights: Sequence[float], k: int, rrf_k: int = 60
+) -> list[MemoryRecord]:
+    """Weighted reciprocal rank fusion of ranked record lists: the best ``k``.
+
+    A record at rank r (from 1) of list i adds ``weights[i] / (rrf_k + r)``; one missing from a list
+    adds nothing there. Ties keep the order of first appearance (the first list first), so with equal
+    weights a record both lists rank equally follows the first list's order.
+    """
+    scores: dict[str, float] = {}
+    by_id: dict[str, MemoryRecord] = {}
+    for ranked, weight in zip(lists, weights, strict=True):
+        for rank, record in enumerate(ranked, start=1):
+            by_id.setdefault(record.id, record)
+            scores[record.id] = scores.get(record.id, 0.0) + weight / (rrf_k + rank)
+    order = sorted(scores, key=lambda rid: -scores[rid])  # stable: first appearance breaks ties
+    return [by_id[rid] for rid in order[:k]]
+
+
+def hybrid_search(
+    store: MemoryStore,
+    query: str,
+    tags: Sequence[str] | None,
+    task: str | None,
+    k: int,
+    cfg: RetrievalConfig,
+) -> list[MemoryRecord]:
+    """The authors' Letta archival search on our store: the BM25 list and the embedding list (each
+    ``max(k, rrf_depth)`` long, the embedding one listed first as Letta does) fused by ``rrf_fuse``."""
+    depth = max(k, cfg.rrf_depth)
+    vector = store.vector_search(query, tags=tags, task=task, k=depth)
+    lexical = store.search(query, tags=tags, task=task, k=depth)
+    return rrf_fuse([vector, lexical], [cfg.vector_weight, cfg.fts_weight], k, cfg.rrf_k)
+
+
 def dedup_key(record: MemoryRecord) -> tuple[str, str]:
     return (record.action.strip().lower(), " ".join(record.observation.lower().split())[:80])
 
@@ -43,19 +86,43 @@ class MemoryRetriever:
         self.store = store
         self.cfg = cfg
         self.sink = sink
+        if cfg.ranking == "hybrid" and store.embedder is None:
+            # A store handed in without one (tests, tools): hybrid ranking needs the vectors.
+            store.embedder = embedder_for(cfg)
+
+    def search(self, query: str, tags: Sequence[str] | None, task: str | None, k: int) -> list[MemoryRecord]:
+        """One ranked search with the configured ranking (``bm25`` or ``hybrid``)."""
+        if self.cfg.ranking == "hybrid":
+            return hybrid_search(self.store, query, tags, task, k, self.cfg)
+        return self.store.search(query, tags=tags, task=task, k=k)
 
     def retrieve(
-        self, trigger: MemoryTrigger, traj: Trajectory, k: int, tags: Sequence[str], rung: str = ""
+        self,
+        trigger: MemoryTrigger,
+        traj: Trajectory,
+        k: int,
+        tags: Sequence[str],
+        rung: str = "",
+        query: str | None = None,
+        filter_tags: bool | None = None,
     ) -> list[MemoryRecord]:
-        """Up to ``k`` distinct records with one of ``tags``; raises ``MemoryStoreError`` on store failure."""
+        """Up to ``k`` distinct records with one of ``tags`` (any tag when ``filter_tags`` is off);
+        raises ``MemoryStoreError`` on store failure.
+
+        ``query``: the search text, e.g. a rung's own wording (the authors' rungs differ only in it);
+        None = ``state_query(traj)``. ``filter_tags``: this call's choice, None = ``cfg.filter_tags``.
+        """
         start = time.perf_counter()
-        query = state_query(traj)
+        if query is None:
+            query = state_query(traj)
+        use_filter = self.cfg.filter_tags if filter_tags is None else filter_tags
+        wanted = tags if use_filter else None
         found: list[MemoryRecord] = []
         if self.cfg.same_task_first:
-            found = self.store.search(query, tags=tags, task=traj.task_name, k=k)
+            found = self.search(query, wanted, traj.task_name, k)
         if len(found) < k:
             # Over-fetch: some of the cross-task hits may duplicate what the task search returned.
-            found += self.store.search(query, tags=tags, task=None, k=2 * k)
+            found += self.search(query, wanted, None, 2 * k)
         records: list[MemoryRecord] = []
         seen_ids: set[str] = set()
         seen_keys: set[tuple[str, str]] = set()

@@ -13,6 +13,10 @@ Invalid-action feedback is ScienceWorld's no-match reply (``Feedback.invalid`` o
 
 Shaping actions (wait, wait1, wait2) are never stored. A store error is logged as a ``MemoryFallback``
 and swallowed: memory is informational and must never end an episode.
+
+``tagging: authors`` (the paper configurations) is the authors' gate instead (``classify_authors``): their
+``amm/tagging.py`` fed as their loop feeds it - the gain over the best score so far, the episode's end
+flag, their reply phrases for a refused action - and their record shape (``build_record``).
 """
 
 from __future__ import annotations
@@ -70,6 +74,71 @@ def classify(action: str, prev: StepResult, result: StepResult, cfg: SalienceCon
     return None
 
 
+AUTHORS_REFUSALS = (
+    "no known action matches that input",
+    "you can't do that",
+    "that doesn't exist",
+    "invalid action",
+    "not possible",
+    "unknown action",
+)
+"""Observation phrases the authors' gate takes for a refused action (substrings, lower case)."""
+AUTHORS_WAIT_REPLIES = ("decide to wait", "you wait", "waiting for", "wait for")
+"""Observation phrases that make a rewarded step a delayed reward in the authors' gate."""
+AUTHORS_SUBTAGS = (
+    "terminal_task_completion",
+    "milestone",
+    "subgoal_focus",
+    "partial",
+    "delayed_reward",
+    "invalid_action",
+    "terminal_incorrect",
+)
+"""The subtags the authors' gate writes (their taxonomy in ``amm/tagging.py``)."""
+
+
+def best_score_before(traj: Trajectory, step: int) -> int:
+    """The best non-negative score reached before env step ``step``: the authors' ``last_score``.
+
+    Their loop never lets the score it tracks fall (a -100 or a loss keeps the last best), and the
+    reward it hands the gate is the rise above that best, never a drop.
+    """
+    return max((t.score for t in traj.turns if t.step < step and t.score >= 0), default=0)
+
+
+def classify_authors(
+    action: str, result: StepResult, best_before: int, cfg: SalienceConfig
+) -> Salience | None:
+    """The authors' gate on one transition, in their order of precedence.
+
+    Eventful steps only (the episode ended, the score rose above its best, or the reply refuses the
+    action); then: the end (100 is a success, any other end - a -100 failure, the step limit - an
+    avoidance), a refusal phrase, a rewarded focus, a milestone gain, a rewarded wait, any other gain.
+    """
+    act = action.strip().lower()
+    obs = result.observation.strip().lower()
+    # Their "true" score: the best so far unless this step beat it (a -100 keeps the best).
+    score = result.score if result.score > best_before else best_before
+    gain = score - best_before
+    refused = any(phrase in obs for phrase in AUTHORS_REFUSALS)
+    if result.done:
+        if score == SUCCESS_SCORE:
+            return Salience("success", "terminal_task_completion")
+        return Salience("avoidance", "terminal_incorrect") if cfg.store_failure else None
+    if refused:
+        return Salience("avoidance", "invalid_action") if cfg.store_invalid else None
+    if gain <= 0:
+        return None
+    if act.startswith("focus") or "you focus on" in obs:
+        return Salience("success", "subgoal_focus")
+    if gain >= cfg.milestone_reward:
+        return Salience("success", "milestone")
+    shaping = [a.lower() for a in cfg.shaping_actions]
+    if any(act.startswith(a) for a in shaping) or any(p in obs for p in AUTHORS_WAIT_REPLIES):
+        return Salience("near-miss", "delayed_reward")
+    return Salience("near-miss", "partial")
+
+
 def build_record(
     traj: Trajectory,
     action: str,
@@ -80,6 +149,8 @@ def build_record(
     cfg: SalienceConfig,
 ) -> MemoryRecord:
     """A compact record of the transition; recent context excludes the step being recorded."""
+    if cfg.tagging == "authors":
+        return _authors_record(traj, action, result, salience, episode_id)
     # Invalid no-op steps changed nothing: they are not part of the path that led here.
     earlier = [t for t in traj.turns if t.step < result.steps and not is_invalid_feedback(t.observation)]
     # One line per turn: raw observations carry newlines and tabs, and a recent line is shown as one
@@ -108,6 +179,42 @@ def build_record(
     )
 
 
+AUTHORS_RECENT = 4
+"""Turns before the step in an authors'-gate record: with the step itself, their 5 recent actions."""
+AUTHORS_RECENT_CHARS = 100
+"""Each recent observation is cut to this length (their ``recent_obs``)."""
+
+
+def _authors_record(
+    traj: Trajectory, action: str, result: StepResult, salience: Salience, episode_id: str
+) -> MemoryRecord:
+    """The authors' record: state after the step, the whole observation, the best score before it and
+    the score it reached (their ``REWARD`` line), the last turns as they were (refusals included)."""
+    best = best_score_before(traj, result.steps)
+    earlier = [t for t in traj.turns if t.step < result.steps][-AUTHORS_RECENT:]
+    task = get_task(traj.task_id)
+    return MemoryRecord(
+        task_id=traj.task_id,
+        task_name=traj.task_name,
+        task_family=task.swiftsage_id.split("-")[0],
+        episode_id=episode_id,
+        step=result.steps,
+        room=room_of(result.look) or traj.room,
+        inventory=inventory_summary(result.inventory),
+        recent=tuple(
+            f"{one_line(t.action)} -> {one_line(t.observation)[:AUTHORS_RECENT_CHARS]}" for t in earlier
+        ),
+        action=action.strip(),
+        observation=result.observation.strip(),
+        score_before=best,
+        score_after=max(best, result.score),
+        tag=salience.tag,
+        subtag=salience.subtag,
+        task_description=result.task_description or traj.task_description,
+        look=result.look.strip(),
+    )
+
+
 class MemoryWriter:
     """The write hook of one episode. ``writable=False`` is the frozen mode after warm-up."""
 
@@ -132,7 +239,13 @@ class MemoryWriter:
         """Store the transition if it is salient; returns the stored record (None if nothing was stored)."""
         if not self.writable:
             return None
-        salience = classify(action, prev, result, self.cfg)
+        if self.cfg.tagging == "authors":
+            if prev.done:  # the authors' loop stops at the end: nothing after it is a transition
+                return None
+            best = best_score_before(traj, result.steps)
+            salience = classify_authors(action, result, best, self.cfg)
+        else:
+            salience = classify(action, prev, result, self.cfg)
         if salience is None:
             return None
         key = (salience.tag, salience.subtag, action.strip().lower())

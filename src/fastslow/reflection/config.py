@@ -1,7 +1,13 @@
 """SRM configuration, paper §3.2: the ``srm:`` section (Gate-1, stagnation detector, Critic switch).
 
-Defaults are the authors' (PAPER_FACTS.md, SRM section). The Critic's own knobs (kind, model, budget,
-cooldown, back-off) live in the top-level ``critic:`` section so there is one place to set them.
+Defaults are the authors' thresholds (PAPER_FACTS.md, SRM section). The Critic's own knobs (kind, model,
+budget, cooldown, back-off) live in the top-level ``critic:`` section so there is one place to set them.
+
+Two profiles share these sections. The defaults are fastslow's own SRM (the fast pathway, ``swift-srm``
+and ``swift-amm-srm``). ``configs/srm.yaml`` (and ``full``, ``paper-srm``, ``paper-full`` through it) sets
+the fields marked "authors" below to the behaviour of the paper's authors' final loop
+(docs/fidelity.md, rows R1-R16): the Critic runs only on an empty buffer and replaces it, only injected
+calls count, same-observation stagnation tests, a Swift action Gate-1 drops is a failure message.
 """
 
 from __future__ import annotations
@@ -42,6 +48,16 @@ class GateConfig(StrictModel):
     """Also drop the actions on the avoid list of the latest stagnation report, for ``stagnation.window``
     steps after it. Off by default: the paper's Gate-1 checks validity and constraints; the avoid list
     is advice for the Critic (and a loop like waiting for water to boil can look stuck)."""
+    focus_budget: Literal["gold", "authors"] = "gold"
+    """Where the focus budget comes from. gold: the per-task number of focus actions in gold paths,
+    counting the focuses ScienceWorld confirmed. authors: their ``focus_on_count`` per task id
+    (``env.valid.FOCUS_COUNT``), counting every executed ``focus on`` action whatever its answer."""
+    drop_as_failure: bool = False
+    """authors: a drop of Swift's (valid) action is a failure message ``GATE_INVALID:<reason>`` for the
+    authors' loop (``controller.loop: authors``): the iteration ends without an env step, which forces
+    Sage on the next one, and a second drop in the same step takes their gate-drop-loop break (Sage
+    forced once more, else look around / inventory / wait). Off: the drop leaves Swift without a valid
+    action and the loop's invalid-action rule decides."""
 
 
 class StagnationConfig(StrictModel):
@@ -66,7 +82,18 @@ class StagnationConfig(StrictModel):
     navigation_max_states: int = Field(default=2, ge=1)
     """...when they visit at most this many distinct (room, inventory) states."""
     repeat_after: int = Field(default=5, ge=1)
-    """Steps before the same pattern is reported again while the agent stays stuck."""
+    """Steps before the same pattern is reported again while the agent stays stuck (1: every step it
+    holds, as the authors' detector reports)."""
+    no_effect: Literal["state", "observation"] = "state"
+    """What "without effect" means. state: the step changed neither the score nor the (room, inventory,
+    look) state; the repeated-observation and navigation patterns also need no reward in the window.
+    observation (authors): the observation repeats (whitespace and case aside) - a repeated action with
+    the same observation twice, a verb run whose last two observations match, the same observation
+    ``repeated_observation`` times, a full window of navigation among few (room, inventory) states -
+    with no reward condition."""
+    open_door_navigates: bool = False
+    """Count ``open door to <room>`` as a navigation step (the authors' detector does; go/teleport always
+    count)."""
 
     @field_validator(
         "repeated_observation", "repeated_action", "verb_loop", "invalid_loop", "navigation_steps"
@@ -122,3 +149,27 @@ class CriticConfig(StrictModel):
     """Actions kept from one call (the paper's Critic outputs at most 5)."""
     history: int = Field(default=10, ge=0)
     """Recent turns shown in the Critic's prompt."""
+    timing: Literal["report", "empty_buffer"] = "report"
+    """When a report may call the Critic. report: at the step of the report, whatever the buffer holds.
+    empty_buffer (authors): only while the buffer is empty; a report made while it holds actions waits
+    (``pending_steps``) for the buffer to run dry and is cancelled by a reward in between."""
+    pending_steps: int = Field(default=2, ge=0)
+    """empty_buffer: a waiting report is still answered this many of the authors' loop steps after it
+    (their ``pending_age <= 2``); older, it is dropped."""
+    inject: Literal["append", "replace"] = "append"
+    """append: the Critic's actions queue behind what the buffer holds. replace (authors): they become
+    the buffer."""
+    charge: Literal["every_call", "injected"] = "every_call"
+    """What the budget and the cooldown count. every_call: each model call. injected (authors): only
+    calls whose actions went into the buffer; an empty, low-quality or same-state answer costs nothing."""
+    backoff_on: Literal["no_score_gain", "same_state_actions"] = "no_score_gain"
+    """What starts the ``backoff``. no_score_gain: a call with no score increase within
+    ``effect_window`` steps. same_state_actions (authors): an answer repeating the actions of the last
+    injected call in the same state (room, inventory, observation)."""
+    prompt_actions: Literal["sample", "all"] = "sample"
+    """Valid actions in the prompt. sample: 40 task-relevant ones and unvisited rooms. all (authors): the
+    whole valid set minus looks, room inspections and actions on the air or the agent; the answer's
+    actions are kept only when they are in that list (no avoid-list filter)."""
+    skip_low_quality: bool = False
+    """Skip an answer whose actions all repeat the last actions (the step's and the three before) or all
+    navigate (go to / teleport to / open door to), as the authors do."""

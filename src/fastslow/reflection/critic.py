@@ -6,6 +6,15 @@ Gate-1 when its turn comes (the state may have changed by then). Calls are bound
 episode, a cooldown after each call, a longer back-off after an ineffective one (no score increase
 within ``effect_window`` steps). Two backends: ``llm`` (the paper's; prompt ``prompts/critic.j2``)
 and ``rules`` (deterministic: untried task-relevant actions and unvisited rooms).
+
+The ``critic:`` section's profile fields switch the bookkeeping to the paper authors' final loop
+(docs/fidelity.md, rows R1-R8): with ``timing: empty_buffer`` a report made while the buffer holds actions
+waits for it to run dry (``on_buffer_empty``, at most ``pending_steps`` of their steps, cancelled by a
+reward); ``charge: injected`` counts only answers whose actions were injected (an empty, low-quality or
+same-state answer costs nothing); ``backoff_on: same_state_actions`` backs off only when an answer
+repeats the last injected actions in the same state; ``prompt_actions: all`` shows the whole filtered
+valid set. Their step clock differs between the two call points (the report's step index right after
+the step, the next iteration's index when the buffer ran dry); ``_clock`` keeps both.
 """
 
 from __future__ import annotations
@@ -15,13 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import focus_target, known_rooms, verb_of
+from fastslow.core.trajectory import Trajectory, Turn
+from fastslow.env.semantics import NAVIGATION_VERBS, ROOMS, focus_target, known_rooms, verb_of
 from fastslow.errors import ModelError
 from fastslow.events import CriticCall, CriticEffect, EventSink, ListSink, StagnationReport
 from fastslow.models import ChatModel, Message, call_model
 from fastslow.reflection.config import CriticConfig
-from fastslow.reflection.focus import content_words, focus_target_allowed
+from fastslow.reflection.focus import content_words, focus_target_allowed, focus_usage
 from fastslow.templates import prompt_template
 
 # Verbs the Critic's candidate lists use, most useful first for getting unstuck (take and read what the
@@ -135,6 +144,53 @@ class RulesCritic:
         return diagnosis, actions
 
 
+_AIR_OR_AGENT = re.compile(r"\b(?:air|agent)\b")
+_INSPECTION = re.compile(r"^(?:look at|examine) (.+)$")
+_MOVES = ("go to ", "teleport to ", "open door to ")
+"""What the authors count as a navigation action in a Critic answer (and in their detector)."""
+
+
+def critic_action_list(traj: Trajectory) -> list[str]:
+    """The valid actions the authors' Critic sees and may answer with, sorted: the state's valid set
+    minus every look (the look text is in the prompt already), inspections of a room and actions naming
+    the air or the agent; ``wait`` stays, and an empty result falls back to the whole set."""
+    valid = sorted(traj.current.valid_actions)
+    rooms = set(ROOMS) | set(traj.visited_rooms)
+    kept: list[str] = []
+    for action in valid:
+        norm = " ".join(action.lower().split())
+        if not norm or _AIR_OR_AGENT.search(norm) or norm == "look around" or norm.startswith("look "):
+            continue
+        inspected = _INSPECTION.match(norm)
+        if inspected is not None and inspected.group(1) in rooms:
+            continue
+        kept.append(action)
+    if "wait" in valid and "wait" not in kept:
+        kept.append("wait")
+    return kept or valid
+
+
+def _navigation_count(turns: Sequence[Turn]) -> int:
+    return sum(1 for t in turns if verb_of(t.action) in NAVIGATION_VERBS or t.action.startswith(_MOVES))
+
+
+def authors_constraints(report: StagnationReport, traj: Trajectory, focus_budget: str) -> list[str]:
+    """The runtime constraints the authors' Critic prompt states, in our words: the focus count (focus
+    forbidden once it is used up), navigation disfavoured on a navigation loop or 3+ moves in the last 5
+    steps, the last three actions to avoid, at most one move in the answer."""
+    used, limit = focus_usage(traj, focus_budget)
+    lines = [f"focus actions used: {used} of {limit}"]
+    if used >= limit:
+        lines.append("no focus action may be proposed: the focus budget is used up")
+    if "navigation_loop" in report.patterns or _navigation_count(traj.recent(5)) >= 3:
+        lines.append("navigation is strongly disfavoured: move only when nothing else can make progress")
+    recent = [t.action for t in traj.recent(3)]
+    if recent:
+        lines.append(f"avoid repeating the last actions unless one is a needed step: {'; '.join(recent)}")
+    lines.append("at most one navigation action (go to / teleport to / open door to) in the list")
+    return lines
+
+
 def render_critic_prompt(
     report: StagnationReport,
     traj: Trajectory,
@@ -142,19 +198,28 @@ def render_critic_prompt(
     *,
     history: int = 10,
     max_actions: int = 5,
+    all_actions: bool = False,
+    focus_budget: str = "gold",
 ) -> str:
-    """The Critic's user message (``prompts/critic.j2``)."""
+    """The Critic's user message (``prompts/critic.j2``). ``all_actions``: list the whole filtered valid
+    set (``critic_action_list``) with the authors' constraints, instead of fastslow's 40-action sample."""
     cur = traj.current
-    rooms = _rooms(traj)
-    focus = [
-        a
-        for a in cur.valid_actions
-        if (target := focus_target(a)) is not None
-        and target not in rooms
-        and focus_target_allowed(traj.task_name, traj.task_description, target)
-    ]
-    sample = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
-    sample += [a for a in unvisited_rooms(traj) if a not in sample]
+    if all_actions:
+        listed = critic_action_list(traj)
+        constraints = authors_constraints(report, traj, focus_budget)
+    else:
+        rooms = _rooms(traj)
+        focus = [
+            a
+            for a in cur.valid_actions
+            if (target := focus_target(a)) is not None
+            and target not in rooms
+            and focus_target_allowed(traj.task_name, traj.task_description, target)
+        ]
+        listed = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
+        listed += [a for a in unvisited_rooms(traj) if a not in listed]
+        listed = listed[:_VALID_SAMPLE]
+        constraints = report.constraints
     # The Critic's prompt keeps its final newline, as it was written and measured.
     return prompt_template("critic.j2", keep_trailing_newline=True).render(
         task=traj.task_description.strip(),
@@ -165,9 +230,10 @@ def render_critic_prompt(
         step=cur.steps,
         turns=traj.recent(history),
         report=report,
-        constraints=report.constraints,
+        constraints=constraints,
         memories=list(memories),
-        valid_sample=sample[:_VALID_SAMPLE],
+        valid_sample=listed,
+        all_actions=all_actions,
         max_actions=max_actions,
     )
 
@@ -201,19 +267,35 @@ class LlmCritic:
     kind = "llm"
 
     def __init__(
-        self, model: ChatModel, *, sink: EventSink | None = None, history: int = 10, max_actions: int = 5
+        self,
+        model: ChatModel,
+        *,
+        sink: EventSink | None = None,
+        history: int = 10,
+        max_actions: int = 5,
+        all_actions: bool = False,
+        focus_budget: str = "gold",
     ) -> None:
         self.model = model
         self.sink: EventSink = sink if sink is not None else ListSink()
         self.history = history
         self.max_actions = max_actions
+        self.all_actions = all_actions
+        """The prompt lists the whole filtered valid set (``critic.prompt_actions: all``)."""
+        self.focus_budget = focus_budget
 
     def propose(
         self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
     ) -> tuple[str, list[str]]:
         evidence = memories() if memories is not None else []  # read (and logged by AMM) only here
         prompt = render_critic_prompt(
-            report, traj, evidence, history=self.history, max_actions=self.max_actions
+            report,
+            traj,
+            evidence,
+            history=self.history,
+            max_actions=self.max_actions,
+            all_actions=self.all_actions,
+            focus_budget=self.focus_budget,
         )
         messages: list[Message] = [{"role": "user", "content": prompt}]
         completion = call_model(self.model, messages, sink=self.sink, role="critic", step=traj.current.steps)
@@ -226,12 +308,41 @@ class _Pending:
     score_before: int
 
 
+@dataclass
+class _Waiting:
+    """A report that came while the buffer held actions (``critic.timing: empty_buffer``)."""
+
+    report: StagnationReport
+    clock: int
+    """The authors' step index of the report."""
+
+
+Signature = tuple[str, str, str]
+"""The authors' "same state" for a repeated Critic answer: room, inventory items, observation (120)."""
+
+
+def _signature(traj: Trajectory) -> Signature:
+    cur = traj.current
+    items = sorted(
+        line.strip().lower()
+        for line in cur.inventory.splitlines()
+        if line.strip() and not line.strip().lower().startswith(("in your inventory", "your inventory"))
+    )
+    return traj.room.lower(), "|".join(items), " ".join(cur.observation.split()).lower()[:120]
+
+
+def _norm(action: str) -> str:
+    return " ".join(action.split()).lower()
+
+
 class Critic:
     """Budget, cooldown, back-off and effect tracking around a backend; one instance per episode.
 
-    Call ``maybe_call`` after every env step (with the detector's report, None when there is none):
-    it first settles the effect of an earlier call, then calls the backend if a report is present and
-    the safeguards allow it.
+    Call ``maybe_call`` after every env step (with the detector's report, None when there is none, and
+    whether the buffer is empty): it first settles the effect of an earlier call, then calls the backend
+    if a report is present and the safeguards allow it. With ``critic.timing: empty_buffer`` a report
+    made while the buffer holds actions waits, and ``on_buffer_empty`` (the buffer ran dry before the
+    next decision) answers it.
     """
 
     def __init__(
@@ -241,38 +352,111 @@ class Critic:
         self.backend = backend
         self.sink = sink
         self.calls = 0
+        """Calls charged to the budget: every call, or (``charge: injected``) the injected ones."""
+        self.model_calls = 0
+        """Backend calls made, charged or not."""
         self.effective_calls = 0
         self.ineffective_calls = 0
         self._next_allowed = 0
         self._pending: _Pending | None = None
         self._backing_off = False
         """The wait in force is a back-off after an ineffective call, not a cooldown."""
+        self._waiting: _Waiting | None = None
+        self._last_injected: int | None = None
+        """Clock of the last injected call (``charge: injected``: the cooldown counts from it)."""
+        self._disabled_until = -(10**9)
+        """``backoff_on: same_state_actions``: no call before this clock."""
+        self._last_answer: tuple[Signature, tuple[str, ...]] | None = None
+        """State and actions of the last injected call."""
 
     @property
     def budget_left(self) -> int:
         return max(self.config.budget - self.calls, 0)
 
+    @property
+    def waiting(self) -> StagnationReport | None:
+        """The report waiting for the buffer to run dry (``timing: empty_buffer``), if any."""
+        return self._waiting.report if self._waiting is not None else None
+
+    def _clock(self, traj: Trajectory, *, deferred: bool) -> int:
+        """The step a call is made at. fastslow: env steps taken. The authors' loop (``timing:
+        empty_buffer``) indexes steps from 0: a call right after the step carries that step's index, a
+        call when the buffer ran dry the next iteration's, one more."""
+        steps = traj.current.steps
+        if self.config.timing != "empty_buffer":
+            return steps
+        return steps if deferred else steps - 1
+
     def blocked(self, step: int) -> str | None:
         """Why a call is not allowed at ``step`` (budget, pending, cooldown, backoff), or None."""
         if self.calls >= self.config.budget:
             return "budget"
+        if self.config.charge == "injected":
+            # Only injected calls count: no effect window blocks, the cooldown runs from the last one.
+            if self._last_injected is not None and step - self._last_injected < self.config.cooldown:
+                return "cooldown"
+            if step < max(self._next_allowed if self._backing_off else 0, self._disabled_until):
+                return "backoff"
+            return None
         if self._pending is not None:
             return "pending"
+        if step < self._disabled_until:
+            return "backoff"
         if step < self._next_allowed:
             return "backoff" if self._backing_off else "cooldown"
         return None
 
     def maybe_call(
-        self, report: StagnationReport | None, traj: Trajectory, memories: MemoryFetch = None
+        self,
+        report: StagnationReport | None,
+        traj: Trajectory,
+        memories: MemoryFetch = None,
+        *,
+        buffer_empty: bool = True,
     ) -> list[str]:
         """Actions for the buffer (possibly none)."""
-        step = traj.current.steps
         self._settle(traj)
-        if report is None or self.blocked(step) is not None:
+        if self.config.timing != "empty_buffer":
+            step = traj.current.steps
+            if report is None or self.blocked(step) is not None:
+                return []
+            return self._call(report, traj, memories, clock=step, deferred=False)
+        actions: list[str] = []
+        if report is not None:
+            clock = self._clock(traj, deferred=False)
+            if not buffer_empty:
+                self._waiting = _Waiting(report, clock)  # a later report replaces a waiting one
+            elif self.blocked(clock) is None:
+                actions = self._call(report, traj, memories, clock=clock, deferred=False)
+        if self._waiting is not None and traj.turns and traj.turns[-1].reward > 0:
+            self._waiting = None  # progress: the stagnation it reported is over
+        return actions
+
+    def on_buffer_empty(self, traj: Trajectory, memories: MemoryFetch = None) -> list[str]:
+        """The buffer is empty before the next decision: answer a waiting report still fresh enough
+        (the authors' call "after the buffer drained"). Blocked by budget or cooldown, it keeps waiting."""
+        waiting = self._waiting
+        if waiting is None:
             return []
-        self.calls += 1
-        self._backing_off = False
-        self._next_allowed = step + self.config.cooldown
+        clock = self._clock(traj, deferred=True)
+        if clock - waiting.clock > self.config.pending_steps:
+            self._waiting = None  # stale
+            return []
+        if self.blocked(clock) is not None:
+            return []
+        self._waiting = None
+        return self._call(waiting.report, traj, memories, clock=clock, deferred=True)
+
+    def _call(
+        self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch, *, clock: int, deferred: bool
+    ) -> list[str]:
+        cfg = self.config
+        step = traj.current.steps
+        self.model_calls += 1
+        if cfg.charge == "every_call":
+            self.calls += 1
+            self._backing_off = False
+            self._next_allowed = clock + cfg.cooldown
         error: str | None = None
         diagnosis, proposed = "", list[str]()
         try:
@@ -282,6 +466,13 @@ class Critic:
         actions = self._filter(proposed, report, traj)
         if not actions and error is None:
             error = "no valid actions in the answer" if proposed else "no actions in the answer"
+        skipped = self._skip(actions, traj, clock, deferred)
+        injected = bool(actions) and skipped is None
+        if injected:
+            self._last_answer = (_signature(traj), tuple(_norm(a) for a in actions))
+            if cfg.charge == "injected":
+                self.calls += 1
+                self._last_injected = clock
         self._emit(
             CriticCall(
                 step=step,
@@ -292,12 +483,40 @@ class Critic:
                 actions=actions,
                 budget_left=self.budget_left,
                 error=error,
+                injected=injected,
+                skipped=skipped,
+                deferred=deferred,
             )
         )
-        self._pending = _Pending(step, traj.current.score)
+        if cfg.charge == "every_call":
+            self._pending = _Pending(step, traj.current.score)
+            if not actions:
+                self._judge(traj, effective=False, reason="no_actions")
+        elif injected:
+            if self._pending is not None:
+                self._judge(traj, effective=False, reason="no_progress_in_window")
+            self._pending = _Pending(step, traj.current.score)
+        return actions if injected else []
+
+    def _skip(self, actions: list[str], traj: Trajectory, clock: int, deferred: bool) -> str | None:
+        """Why an answer is not injected (the authors' filters), or None. Only the profile's filters
+        apply; fastslow's own profile injects whatever survived ``_filter``."""
+        cfg = self.config
+        if cfg.charge == "injected" and not actions:
+            return "empty_output"
         if not actions:
-            self._judge(traj, effective=False, reason="no_actions")
-        return actions
+            return None
+        norm = [_norm(a) for a in actions]
+        if cfg.skip_low_quality:
+            # Right after a step the authors compare with that step's action and the three before it;
+            # when the buffer ran dry, with the last three.
+            recent = {_norm(t.action) for t in traj.recent(3 if deferred else 4)}
+            if all(a in recent for a in norm) or all(a.startswith(_MOVES) for a in norm):
+                return "low_quality_output"
+        if cfg.backoff_on == "same_state_actions" and self._last_answer == (_signature(traj), tuple(norm)):
+            self._disabled_until = max(self._disabled_until, clock + cfg.backoff)
+            return "same_state_same_actions"
+        return None
 
     def finish(self, traj: Trajectory) -> None:
         """Episode over: settle a call still inside its effect window."""
@@ -307,6 +526,10 @@ class Critic:
             self._judge(traj, effective=effective, reason="score_increase" if effective else "episode_end")
 
     def _filter(self, proposed: list[str], report: StagnationReport, traj: Trajectory) -> list[str]:
+        if self.config.prompt_actions == "all":
+            # The authors keep the first answers that are in the list the prompt showed, as written.
+            listed = set(critic_action_list(traj))
+            return [a for a in proposed[: self.config.max_actions] if a in listed]
         valid = set(traj.current.valid_actions)
         avoid = set(report.avoid)
         kept = [a for a in dict.fromkeys(proposed) if a in valid and a not in avoid]
@@ -329,8 +552,9 @@ class Critic:
             self.effective_calls += 1
         else:
             self.ineffective_calls += 1
-            self._next_allowed = max(self._next_allowed, pending.call_step + self.config.backoff)
-            self._backing_off = True
+            if self.config.backoff_on == "no_score_gain":
+                self._next_allowed = max(self._next_allowed, pending.call_step + self.config.backoff)
+                self._backing_off = True
         self._emit(
             CriticEffect(
                 step=traj.current.steps,
@@ -348,9 +572,14 @@ class Critic:
 
 
 def make_critic(
-    config: CriticConfig, *, sink: EventSink | None = None, model: ChatModel | None = None
+    config: CriticConfig,
+    *,
+    sink: EventSink | None = None,
+    model: ChatModel | None = None,
+    focus_budget: str = "gold",
 ) -> Critic:
-    """The Critic ``config.kind`` names; ``model`` overrides ``config.model`` (tests, shared clients)."""
+    """The Critic ``config.kind`` names; ``model`` overrides ``config.model`` (tests, shared clients).
+    ``focus_budget``: Gate-1's (``srm.gate.focus_budget``), for the focus count the prompt states."""
     backend: CriticBackend
     if config.kind == "rules":
         backend = RulesCritic(config.max_actions)
@@ -362,5 +591,7 @@ def make_critic(
             sink=sink,
             history=config.history,
             max_actions=config.max_actions,
+            all_actions=config.prompt_actions == "all",
+            focus_budget=focus_budget,
         )
     return Critic(config, backend, sink=sink)

@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import DESCRIPTION_STOPWORDS, focus_confirmed, focus_target
+from fastslow.env.semantics import DESCRIPTION_STOPWORDS, FOCUS, focus_confirmed, focus_target
 
 # Re-exported for Gate-1 (reflection/gate.py), which imports it from here.
 from fastslow.env.semantics import focus_head as focus_head
+from fastslow.env.valid import FOCUS_COUNT
 
 # Focus actions in gold paths (max over the sampled variations). Tasks not listed focus once.
 FOCUS_LIMITS: dict[str, int] = {
@@ -52,6 +53,7 @@ OPEN_FOCUS_TASKS = frozenset(
     }
 )
 
+FOCUS_PREFIX = FOCUS + " "
 _N_STAGES = re.compile(r"focus on the (\d+) life stages")
 _FOCUS_PHRASE = re.compile(r"focus on (?:the |a |an )?([^.,]+)")
 _WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -90,6 +92,22 @@ def focus_target_allowed(task_name: str, task_description: str, target: str) -> 
     if task_name in OPEN_FOCUS_TASKS:
         return True
     return bool(content_words(focus_head(target)) & focus_words(task_description))
+
+
+def focus_usage(traj: Trajectory, budget: str = "gold", limit: int | None = None) -> tuple[int, int]:
+    """(focus actions used, focus actions allowed) under a Gate-1 ``focus_budget``.
+
+    gold: the confirmed distinct targets against ``focus_limit_for``. authors: every executed ``focus
+    on`` action (the authors' loop counts each one it sends, whatever ScienceWorld answers) against their
+    per-task ``focus_on_count`` (``env.valid.FOCUS_COUNT``; 1 for an unknown task id, as their lookup
+    defaults). ``limit`` overrides the allowed number."""
+    if budget == "authors":
+        used = sum(1 for turn in traj.turns if turn.action.lower().startswith(FOCUS_PREFIX))
+        allowed = FOCUS_COUNT.get(traj.task_id, 1)
+    else:
+        used = len(focused_targets(traj))
+        allowed = focus_limit_for(traj.task_name, traj.task_description)
+    return used, allowed if limit is None else limit
 
 
 def focused_targets(traj: Trajectory) -> set[str]:

@@ -5,6 +5,11 @@ each deterministic and only taken when the match is unique), then check the runt
 resolved action (avoid list, focus budget, repeated focus, task-specific focus rules). An action that
 fails either step is dropped with a reason code; a dropped action never reaches the environment, so it
 costs no env step, and the controller moves on to its next candidate.
+
+The authors' profile (configs/srm.yaml; docs/fidelity.md rows R9-R12) counts the focus budget as their
+loop does (``focus_budget: authors``: every executed focus against their per-task count, checked first),
+and marks a drop of Swift's action as a failure message for their loop (``drop_as_failure``, applied by
+the controller's SRM hook).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import FOCUS, focus_head, normalize, places, verb_of_normalized
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
-from fastslow.reflection.focus import focus_limit_for, focus_target_allowed, focused_targets
+from fastslow.reflection.focus import focus_limit_for, focus_target_allowed, focus_usage, focused_targets
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 
 
@@ -242,12 +247,17 @@ class Gate1:
         if not self.config.focus_rules or not action.startswith(FOCUS + " "):
             return
         target = action[len(FOCUS) + 1 :]
-        done = focused_targets(traj)
-        if focus_head(target) in done:
-            raise _Drop("repeated_focus", f"already focused on '{target}'")
         limit = constraints.focus_limit
         if limit is None:
             limit = self.config.focus_limit
+        if self.config.focus_budget == "authors":
+            # The authors check their focus cap before anything else: every focus sent counts.
+            used, limit = focus_usage(traj, "authors", limit)
+            if used >= limit:
+                raise _Drop("focus_limit", f"{used} of {limit} focus actions used")
+        done = focused_targets(traj)
+        if focus_head(target) in done:
+            raise _Drop("repeated_focus", f"already focused on '{target}'")
         if limit is None:
             limit = focus_limit_for(traj.task_name, traj.task_description)
         if len(done) >= limit:

@@ -53,7 +53,7 @@ class Srm:
             else None
         )
         critic = (
-            make_critic(critic_cfg, sink=sink, model=model)
+            make_critic(critic_cfg, sink=sink, model=model, focus_budget=srm.gate.focus_budget)
             if detector is not None and srm.critic.enabled
             else None
         )
@@ -74,15 +74,35 @@ class Srm:
             return GateConstraints()
         return GateConstraints(avoid=frozenset(report.avoid))
 
-    def after_step(self, traj: Trajectory, memories: Callable[[], list[str]] | None = None) -> list[str]:
-        """Detector, then Critic: the actions to push into the FIFO buffer (often none). ``memories``
-        fetches AMM's evidence for the Critic; it is called only when a Critic call is actually made."""
+    def after_step(
+        self,
+        traj: Trajectory,
+        memories: Callable[[], list[str]] | None = None,
+        *,
+        buffer_empty: bool = True,
+    ) -> list[str]:
+        """Detector, then Critic: the actions for the FIFO buffer (often none). ``memories`` fetches
+        AMM's evidence for the Critic; it is called only when a Critic call is actually made.
+        ``buffer_empty``: the buffer holds no action after this step (``critic.timing: empty_buffer``
+        makes a report wait otherwise)."""
         report = self.detector.update(traj) if self.detector is not None else None
         if report is not None:
             self.last_report = report
         if self.critic is None:
             return []
-        return self.critic.maybe_call(report, traj, memories)
+        return self.critic.maybe_call(report, traj, memories, buffer_empty=buffer_empty)
+
+    def on_buffer_empty(self, traj: Trajectory, memories: Callable[[], list[str]] | None = None) -> list[str]:
+        """The buffer is empty before the next decision: a report that waited for it may call the
+        Critic now (``critic.timing: empty_buffer``; otherwise nothing waits)."""
+        if self.critic is None:
+            return []
+        return self.critic.on_buffer_empty(traj, memories)
+
+    @property
+    def replaces_buffer(self) -> bool:
+        """The Critic's actions replace the buffer instead of queueing (``critic.inject: replace``)."""
+        return self.critic is not None and self.critic.config.inject == "replace"
 
     def finish(self, traj: Trajectory) -> None:
         """Episode over: settle the effect of a Critic call still in its window."""

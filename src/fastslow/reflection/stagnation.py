@@ -8,6 +8,13 @@ state; the ``Trajectory`` keeps observations but not per-step states. Thresholds
 before step 5; plus a loop of failure observations: ScienceWorld's no-match reply, an "Ambiguous
 request" (a step whose input was not executed) or a refusal (``fastslow.env.semantics``: feedback
 invalid / ambiguous / failure, the refusals found by the run's ``env.failure_markers``).
+
+``stagnation.no_effect: observation`` (the authors' profile, configs/srm.yaml) runs the patterns as the
+paper's authors' detector tests them: a repeat "without effect" is one whose observation repeats
+(whitespace and case aside), the repeated observation and the navigation loop have no reward condition,
+the navigation window must be full, and with ``open_door_navigates`` opening a door is navigation; with
+``repeat_after: 1`` every step reports. Their code implements four of the paper's five signals; the
+fifth, the invalid-action loop, is the paper's and is kept in both profiles.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from fastslow.events import EventSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.focus import focus_limit_for, focused_targets
 
+_OPEN_DOOR = "open door to "
 # Main pattern first when several fire at once: the most specific evidence leads.
 PATTERNS = ("invalid_loop", "repeated_action", "repeated_observation", "verb_loop", "navigation_loop")
 
@@ -47,6 +55,8 @@ class _Snapshot:
     look: str
     effect: bool
     """The step changed the score or the (room, inventory, look) state."""
+    obs: str
+    """The observation, whitespace runs collapsed and lower-cased (the authors' same-observation key)."""
 
 
 class StagnationDetector:
@@ -118,7 +128,17 @@ class StagnationDetector:
             else self._start
         )
         effect = turn.reward != 0 or before is None or (room, cur.inventory, cur.look) != before
-        self._snaps.append(_Snapshot(turn, room, cur.inventory, cur.look, effect))
+        obs = " ".join(turn.observation.split()).lower()
+        self._snaps.append(_Snapshot(turn, room, cur.inventory, cur.look, effect, obs))
+
+    @property
+    def _by_observation(self) -> bool:
+        return self.config.no_effect == "observation"
+
+    def _navigates(self, action: str) -> bool:
+        if verb_of(action) in NAVIGATION_VERBS:
+            return True
+        return self.config.open_door_navigates and action.lower().startswith(_OPEN_DOOR)
 
     # Each detector returns (evidence steps, actions to avoid) or None.
     def _invalid_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
@@ -132,32 +152,61 @@ class StagnationDetector:
         tail = window[-n:]
         if len(tail) < n or len({s.turn.action for s in tail}) != 1:
             return None
-        if any(s.effect for s in tail[1:]):
+        if self._by_observation:
+            if len({s.obs for s in tail}) != 1:
+                return None
+        elif any(s.effect for s in tail[1:]):
             return None
         return [s.turn.step for s in tail], [tail[0].turn.action]
 
     def _repeated_observation(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
         n = self.config.repeated_observation
         tail = window[-n:]
-        if len(tail) < n or len({s.turn.observation for s in tail}) != 1 or any(s.turn.reward for s in tail):
+        if len(tail) < n:
+            return None
+        if self._by_observation:  # the authors' test has no reward condition
+            if len({s.obs for s in tail}) != 1:
+                return None
+        elif len({s.turn.observation for s in tail}) != 1 or any(s.turn.reward for s in tail):
             return None
         return [s.turn.step for s in tail], list(dict.fromkeys(s.turn.action for s in tail))
 
     def _verb_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
         n = self.config.verb_loop
         tail = window[-n:]
-        if len(tail) < n or len({verb_of(s.turn.action) for s in tail}) != 1 or any(s.effect for s in tail):
+        if len(tail) < n or len({verb_of(s.turn.action) for s in tail}) != 1:
+            return None
+        # The authors: the verb run's last two observations match; fastslow: no step of it had an effect.
+        if self._by_observation:
+            no_effect = len({s.obs for s in tail[-2:]}) == 1
+        else:
+            no_effect = not any(s.effect for s in tail)
+        if not no_effect:
             return None
         return [s.turn.step for s in tail], list(dict.fromkeys(s.turn.action for s in tail))
 
     def _navigation_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
-        nav = [s for s in window if verb_of(s.turn.action) in NAVIGATION_VERBS]
-        if len(nav) < self.config.navigation_steps or any(s.turn.reward > 0 for s in window):
+        nav = [s for s in window if self._navigates(s.turn.action)]
+        if len(nav) < self.config.navigation_steps:
             return None
-        states = {(s.room, s.inventory) for s in window}
+        if self._by_observation:
+            if len(window) < self.config.window:
+                return None  # the authors judge a full window only
+        elif any(s.turn.reward > 0 for s in window):
+            return None
+        key = _inventory_key if self._by_observation else str
+        states = {(s.room, key(s.inventory)) for s in window}
         if len(states) > self.config.navigation_max_states:
             return None
         return [s.turn.step for s in nav], list(dict.fromkeys(s.turn.action for s in nav))
+
+
+def _inventory_key(inventory: str) -> str:
+    """The inventory's items, sorted, without the heading line: the same items in another order (or
+    another heading) are the same (room, inventory) state, as the authors' state signature has it."""
+    items = [line.strip().lower() for line in inventory.splitlines()]
+    kept = sorted(i for i in items if i and not i.startswith(("in your inventory", "your inventory")))
+    return "|".join(kept)
 
 
 def runtime_constraints(traj: Trajectory, avoid: list[str]) -> list[str]:

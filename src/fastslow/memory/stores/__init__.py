@@ -6,6 +6,8 @@ import os
 
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.stores.base import BulkStore, MemoryStore, MemoryStoreError
+from fastslow.memory.stores.vectors import embedder_for
+from fastslow.models.embeddings import Embedder
 
 __all__ = ["BulkStore", "MemoryStore", "MemoryStoreError", "is_dsn", "open_location", "open_store"]
 
@@ -43,27 +45,40 @@ def open_store(cfg: AmmConfig) -> BulkStore:
             max_terms=cfg.retrieval.query_terms,
             max_postings=cfg.retrieval.max_postings,
             password=env_password(cfg.password_env),
+            embedder=embedder_for(cfg.retrieval),
         )
     from fastslow.memory.stores.sqlite import SqliteStore
 
     if not cfg.path:
         # No default file: a store shared by accident would mix two runs' memories.
         raise MemoryStoreError("amm.path is not set: the run harness places the store in the run directory")
-    return SqliteStore(cfg.path, max_terms=cfg.retrieval.query_terms, max_postings=cfg.retrieval.max_postings)
+    return SqliteStore(
+        cfg.path,
+        max_terms=cfg.retrieval.query_terms,
+        max_postings=cfg.retrieval.max_postings,
+        embedder=embedder_for(cfg.retrieval),
+    )
 
 
 def open_location(
-    location: str, table: str = "amm_memories", readonly: bool = False, password_env: str | None = None
+    location: str,
+    table: str = "amm_memories",
+    readonly: bool = False,
+    password_env: str | None = None,
+    embedder: Embedder | None = None,
 ) -> BulkStore:
     """A store given by the CLI: a ``postgresql://`` DSN or an SQLite file path.
 
     ``readonly`` opens an existing store for inspection only: nothing is created or changed in it
-    (``SqliteStore(readonly=True)``, ``PostgresStore(readonly=True)``).
+    (``SqliteStore(readonly=True)``, ``PostgresStore(readonly=True)``). ``embedder``: vectors for hybrid
+    ranking are written with every record and ``vector_search`` works (``stores.vectors``).
     """
     if is_dsn(location):
         from fastslow.memory.stores.postgres import PostgresStore
 
-        return PostgresStore(location, table, readonly=readonly, password=env_password(password_env))
+        return PostgresStore(
+            location, table, readonly=readonly, password=env_password(password_env), embedder=embedder
+        )
     from fastslow.memory.stores.sqlite import SqliteStore
 
-    return SqliteStore(location, readonly=readonly)
+    return SqliteStore(location, readonly=readonly, embedder=embedder)

@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 
 from fastslow.errors import FastslowError
 from fastslow.memory.records import MemoryRecord, RecordError, content_words
+from fastslow.models.embeddings import Embedder
 
 log = logging.getLogger("fastslow.memory.stores")
 T = TypeVar("T")
@@ -39,6 +40,16 @@ class MemoryStore(Protocol):
     ) -> list[MemoryRecord]:
         """Best ``k`` records for a free-text query (full-text rank), optionally only these tags / task.
         A query without content words returns the newest matching records."""
+        ...
+
+    embedder: Embedder | None
+    """hybrid ranking: computes each written record's stored vector and the query's; None = none stored."""
+
+    def vector_search(
+        self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
+    ) -> list[MemoryRecord]:
+        """Best ``k`` records by cosine similarity of their stored vectors to the query's (needs
+        ``embedder``; ``MemoryStoreError`` without one), optionally only these tags / task."""
         ...
 
     def count(self) -> int: ...

@@ -8,6 +8,12 @@ store indexes. Needs the ``postgres`` extra.
 The password comes from the DSN or, better, from ``password=`` (``amm.password_env``: the variable's
 value, never written anywhere). Rows whose ``data`` is not a record are skipped with a warning
 (``bad_rows``); ``delete_episode`` removes one episode's rows and their share of the ``_terms`` counts.
+
+Hybrid ranking: with an embedder, each row also stores its record's vector (``vec`` bytea, float32;
+``vec_model`` names the embedder) and ``vector_search`` ranks by cosine similarity over them, read
+incrementally by the ``seq`` column (``stores.vectors``). A table created before these columns gets
+them when a writable store opens it (``ALTER TABLE ... ADD COLUMN IF NOT EXISTS``, under the same
+advisory lock as the rest of the DDL).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import contextlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 from fastslow.memory.config import TABLE_NAME, redact_dsn
 from fastslow.memory.records import MemoryRecord, RecordError
@@ -27,6 +35,11 @@ from fastslow.memory.stores.base import (
     scoped_query,
     scoped_text,
 )
+from fastslow.memory.stores.vectors import VectorIndex, encode_in_batches, from_blob, to_blob
+from fastslow.models.embeddings import Embedder, FloatArray
+
+SEQ_WINDOW = 256
+"""Sequence values a vector sync reads again below its cursor (rows committed out of order)."""
 
 # Without fastupdate, new entries go straight into the GIN tree instead of a pending list that every
 # search would scan linearly until the next vacuum: slower writes (a few per step), faster searches.
@@ -44,8 +57,16 @@ def _schema(table: str) -> list[str]:
             scoped TEXT NOT NULL,
             data JSONB NOT NULL,
             tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', body)) STORED,
-            tsv_scoped TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', scoped)) STORED
+            tsv_scoped TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', scoped)) STORED,
+            vec BYTEA,
+            vec_model TEXT,
+            seq BIGSERIAL
         )""",
+        # Tables of earlier versions: the same columns, added in place (existing rows get a seq).
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS vec BYTEA",
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS vec_model TEXT",
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS seq BIGSERIAL",
+        f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (seq)",
         f"CREATE INDEX IF NOT EXISTS {table}_tsv ON {table} USING GIN (tsv) {_GIN}",
         f"CREATE INDEX IF NOT EXISTS {table}_tsv_scoped ON {table} USING GIN (tsv_scoped) {_GIN}",
         f"CREATE INDEX IF NOT EXISTS {table}_task_tag ON {table} (task, tag, created)",
@@ -66,6 +87,7 @@ class PostgresStore:
         max_postings: int = 400,
         password: str | None = None,
         readonly: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         if not TABLE_NAME.match(table):
             raise MemoryStoreError(
@@ -80,6 +102,12 @@ class PostgresStore:
         self.max_terms = max_terms
         self.max_postings = max_postings
         self.readonly = readonly
+        self.embedder = embedder
+        """Computes the vector of every record written, and of the query in ``vector_search``; None
+        (BM25 ranking) writes no vectors."""
+        self._index: VectorIndex | None = None
+        self._unindexed: set[str] = set()
+        self._has_vec = True
         self._bad = BadRows(f"postgres store {redact_dsn(dsn)} table {table}")
         # A keyword argument overrides any password in the DSN and stays out of the DSN string, which is
         # what ends up in messages.
@@ -99,6 +127,13 @@ class PostgresStore:
                 if not (row and row[0]):
                     self._db.close()
                     raise MemoryStoreError(f"postgres table {table} is not a fastslow memory store")
+                # A table of an earlier version has no vector columns; read-only cannot add them.
+                cols = self._db.execute(
+                    "SELECT count(*) FROM information_schema.columns WHERE table_name = %s "
+                    "AND column_name IN ('vec', 'vec_model', 'seq')",
+                    (table,),
+                ).fetchone()
+                self._has_vec = bool(cols and cols[0] == 3)
                 return
             with self._db.transaction():
                 # Several workers may create the table at once; the advisory lock serialises DDL.
@@ -113,8 +148,10 @@ class PostgresStore:
         """Rows skipped so far because their ``data`` is not a record (each counted once)."""
         return len(self._bad.seen)
 
-    @staticmethod
-    def _row(record: MemoryRecord) -> tuple[Any, ...]:
+    def _row(self, record: MemoryRecord, vector: FloatArray | None) -> tuple[Any, ...]:
+        blob, model = None, None
+        if vector is not None and self.embedder is not None:
+            blob, model = to_blob(vector), self.embedder.name
         return (
             record.id,
             record.task_name,
@@ -123,6 +160,8 @@ class PostgresStore:
             record.search_text(),
             scoped_text(record),
             record.to_json(),
+            blob,
+            model,
         )
 
     def add(self, record: MemoryRecord) -> None:
@@ -134,13 +173,19 @@ class PostgresStore:
 
     def add_many(self, records: Iterable[MemoryRecord]) -> int:
         self._writable("write")
-        rows = [self._row(r) for r in records]
+        batch = list(records)
+        vectors: list[FloatArray | None] = (
+            list(encode_in_batches(self.embedder, [r.search_text() for r in batch]))
+            if self.embedder is not None and batch
+            else [None] * len(batch)
+        )
+        rows = [self._row(r, v) for r, v in zip(batch, vectors, strict=True)]
         freq = Counter(token for row in rows for token in row[5].split())
         try:
             with self._db.transaction(), self._db.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO {self.table} (id, task, tag, created, body, scoped, data) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    f"INSERT INTO {self.table} (id, task, tag, created, body, scoped, data, vec, vec_model) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     rows,
                 )
                 # Document frequency of each slice token (prune_by_frequency). Sorted, so concurrent
@@ -165,11 +210,11 @@ class PostgresStore:
         try:
             with self._db.transaction(), self._db.cursor() as cur:
                 deleted = cur.execute(
-                    f"DELETE FROM {self.table} WHERE data ->> 'episode_id' = %s RETURNING scoped",
+                    f"DELETE FROM {self.table} WHERE data ->> 'episode_id' = %s RETURNING scoped, id",
                     (episode_id,),
                 ).fetchall()
                 # ``scoped`` is exactly the text add_many counted: one count per record and token.
-                freq = Counter(token for (scoped,) in deleted for token in scoped.split())
+                freq = Counter(token for scoped, _ in deleted for token in scoped.split())
                 tokens = sorted(freq.items())  # sorted, as in add_many: no deadlock with a writer
                 cur.executemany(
                     f"UPDATE {self.table}_terms SET n = n - %s WHERE token = %s", [(n, t) for t, n in tokens]
@@ -181,6 +226,8 @@ class PostgresStore:
                 )
         except self._errors as exc:
             raise MemoryStoreError(f"postgres store: delete failed: {exc}") from exc
+        if self._index is not None:
+            self._index.discard({rec_id for _, rec_id in deleted})
         return len(deleted)
 
     def search(
@@ -235,6 +282,94 @@ class PostgresStore:
             raise MemoryStoreError(f"postgres store: search failed: {exc}") from exc
         records = (self._bad.decode(rid, data, _record) for rid, data in rows)
         return [r for r in records if r is not None]
+
+    # -- hybrid ranking: stored vectors ---------------------------------------------------------------
+    def vector_search(
+        self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
+    ) -> list[MemoryRecord]:
+        """Best ``k`` records by cosine similarity of their stored vector to the query's, optionally only
+        these tags / task (the embedding half of hybrid ranking)."""
+        if k <= 0:
+            return []
+        if self.embedder is None:
+            raise MemoryStoreError("postgres store: vector search needs a store opened with an embedder")
+        if not self._has_vec:
+            raise MemoryStoreError(
+                f"postgres table {self.table} has no vector columns (written by an earlier version): "
+                "open it writable once to add them"
+            )
+        index = self._sync_vectors(self.embedder)
+        ids = index.top(encode_in_batches(self.embedder, [query])[0], k, tags, task)
+        if not ids:
+            return []
+        rows = self._fetch_rows(f"SELECT id, data FROM {self.table} WHERE id = ANY(%s)", [list(ids)])
+        found = {row[0]: row for row in rows}
+        records = (self._bad.decode(i, found[i][1], _record) for i in ids if i in found)
+        return [r for r in records if r is not None]
+
+    def _fetch_rows(self, sql: str, params: list[Any]) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except self._errors as exc:
+            raise MemoryStoreError(f"postgres store: search failed: {exc}") from exc
+
+    def _sync_vectors(self, embedder: Embedder) -> VectorIndex:
+        """The in-memory index, after reading the rows written since the last call (by any process)."""
+        if self._index is None or self._index.dim != embedder.dim:
+            self._index = VectorIndex(embedder.dim)
+        index = self._index
+        # seq values are taken at insert but become visible at commit, so a concurrent writer's row can
+        # appear below the cursor after a later one was read: the last SEQ_WINDOW values are read again
+        # (ids already held are skipped). SQLite needs no window: its writes are serialised.
+        # Ids first (cheap), the vectors and records only of rows not held yet.
+        recent = self._fetch_rows(
+            f"SELECT seq, id FROM {self.table} WHERE seq > %s ORDER BY seq",
+            [max(0, index.cursor - SEQ_WINDOW)],
+        )
+        new = [rec_id for _, rec_id in recent if rec_id not in index and rec_id not in self._unindexed]
+        if not new:
+            return index
+        rows = self._fetch_rows(
+            f"SELECT seq, id, task, tag, vec, vec_model, data FROM {self.table} "
+            "WHERE id = ANY(%s) ORDER BY seq",
+            [new],
+        )
+        if not rows:
+            return index
+        have: list[tuple[str, str, str, FloatArray]] = []
+        missing: list[tuple[str, str, str, MemoryRecord]] = []
+        for _, rec_id, task, tag, blob, model, data in rows:
+            vector = from_blob(blob, embedder.dim) if model == embedder.name else None
+            if vector is not None:
+                have.append((rec_id, task, tag, vector))
+                continue
+            record = self._bad.decode(rec_id, data, _record)
+            if record is None:
+                self._unindexed.add(rec_id)  # a bad row: not read again by the next syncs
+            else:
+                missing.append((rec_id, task, tag, record))
+        if missing:
+            fresh = encode_in_batches(embedder, [m[3].search_text() for m in missing])
+            if not self.readonly:
+                # Written back so the next process does not embed them again.
+                try:
+                    with self._db.transaction(), self._db.cursor() as cur:
+                        cur.executemany(
+                            f"UPDATE {self.table} SET vec = %s, vec_model = %s WHERE id = %s",
+                            [(to_blob(v), embedder.name, m[0]) for m, v in zip(missing, fresh, strict=True)],
+                        )
+                except self._errors as exc:
+                    raise MemoryStoreError(f"postgres store: write vectors failed: {exc}") from exc
+            have += [(m[0], m[1], m[2], v) for m, v in zip(missing, fresh, strict=True)]
+        if have:
+            index.extend(
+                [h[0] for h in have],
+                [h[1] for h in have],
+                [h[2] for h in have],
+                np.stack([h[3] for h in have]),
+            )
+        index.cursor = max(index.cursor, int(recent[-1][0]))
+        return index
 
     def count(self) -> int:
         try:

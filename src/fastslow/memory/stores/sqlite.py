@@ -7,6 +7,12 @@ appending at once lose nothing. A task-filtered search (the retriever's usual ca
 sharing a common word and filtering afterwards, and only the rarest of them (``prune_by_frequency``,
 fed by the ``slice_terms`` counts): that keeps search latency flat as the store grows.
 
+Hybrid ranking (``amm.retrieval.ranking: hybrid``): opened with an embedder, the store writes each
+record's vector into the ``vec`` column (float32 bytes, ``vec_model`` names the embedder) and
+``vector_search`` ranks by cosine similarity over them (``stores.vectors``). A file written before those
+columns existed gets them when it is opened for writing (``ALTER TABLE``, in the transaction that
+creates the schema); its rows get vectors the first time a vector search reads them.
+
 Failures carry SQLite's own cause (``database or disk is full (SQLITE_FULL)``, ``database disk image is
 malformed (SQLITE_CORRUPT)``) in a ``MemoryStoreError``; rows that are not records are skipped with a
 warning (``bad_rows``). ``readonly=True`` opens an existing file for inspection without changing a byte
@@ -21,6 +27,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.base import (
     BadRows,
@@ -31,6 +39,8 @@ from fastslow.memory.stores.base import (
     scoped_query,
     scoped_text,
 )
+from fastslow.memory.stores.vectors import VectorIndex, encode_in_batches, from_blob, to_blob
+from fastslow.models.embeddings import Embedder, FloatArray
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -39,13 +49,17 @@ CREATE TABLE IF NOT EXISTS memories (
     task TEXT NOT NULL,
     tag TEXT NOT NULL,
     created REAL NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    vec BLOB,
+    vec_model TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_task_tag ON memories (task, tag, created);
 CREATE TABLE IF NOT EXISTS slice_terms (token TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (body, meta, scoped, tokenize = 'unicode61');
 """
 _TABLES = ("memories", "memories_fts", "slice_terms")
+# Columns added after the first stores were written; a writable open adds them to an older file.
+_VECTOR_COLUMNS = (("vec", "BLOB"), ("vec_model", "TEXT"))
 
 
 def _meta(record: MemoryRecord) -> str:
@@ -73,14 +87,20 @@ class SqliteStore:
         max_terms: int = 16,
         max_postings: int = 400,
         readonly: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         self.path = Path(path)
+        self.embedder = embedder
+        """Computes the vector of every record written, and of the query in ``vector_search``; None
+        (BM25 ranking) writes no vectors."""
+        self._index: VectorIndex | None = None
         self.max_terms = max_terms
         self.max_postings = max_postings
         self.readonly = readonly
         self._bad = BadRows(f"sqlite store {self.path}")
         if readonly:
             self._db = self._open_readonly(busy_timeout_s)
+            self._has_vec = {c for c, _ in _VECTOR_COLUMNS} <= self._columns()
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +120,16 @@ class SqliteStore:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
+            # Checked inside the write transaction: two processes opening an old file at once add
+            # the columns once (the second sees them once it holds the lock).
+            have = self._columns()
+            for name, kind in _VECTOR_COLUMNS:
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
+        self._has_vec = True
+
+    def _columns(self) -> set[str]:
+        return {row[1] for row in self._db.execute("PRAGMA table_info(memories)")}
 
     def _open_readonly(self, busy_timeout_s: float) -> sqlite3.Connection:
         if not self.path.is_file():
@@ -163,12 +193,16 @@ class SqliteStore:
             self._rollback()
             raise
 
-    def _insert(self, record: MemoryRecord, freq: Counter[str]) -> None:
+    def _insert(self, record: MemoryRecord, freq: Counter[str], vector: FloatArray | None) -> None:
         scoped = scoped_text(record)
         freq.update(scoped.split())
+        blob, model = None, None
+        if vector is not None and self.embedder is not None:
+            blob, model = to_blob(vector), self.embedder.name
         cur = self._db.execute(
-            "INSERT INTO memories (id, task, tag, created, data) VALUES (?, ?, ?, ?, ?)",
-            (record.id, record.task_name, record.tag, record.created, record.to_json()),
+            "INSERT INTO memories (id, task, tag, created, data, vec, vec_model) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (record.id, record.task_name, record.tag, record.created, record.to_json(), blob, model),
         )
         self._db.execute(
             "INSERT INTO memories_fts (rowid, body, meta, scoped) VALUES (?, ?, ?, ?)",
@@ -179,11 +213,18 @@ class SqliteStore:
         self.add_many([record])
 
     def add_many(self, records: Iterable[MemoryRecord]) -> int:
+        batch = list(records)
+        # Embedded before the write lock is taken: a model call must not hold up other writers.
+        vectors: list[FloatArray | None] = (
+            list(encode_in_batches(self.embedder, [r.search_text() for r in batch]))
+            if self.embedder is not None and batch
+            else [None] * len(batch)
+        )
         n = 0
         freq: Counter[str] = Counter()
         with self._transaction("write"):
-            for record in records:
-                self._insert(record, freq)
+            for record, vector in zip(batch, vectors, strict=True):
+                self._insert(record, freq, vector)
                 n += 1
             # Document frequency of each slice token, in the same transaction (prune_by_frequency).
             self._db.executemany(
@@ -199,13 +240,14 @@ class SqliteStore:
             # The episode id lives only in the JSON. json_valid first: json_extract raises on a bad row,
             # and one bad row must not make an episode undeletable (CASE evaluates lazily).
             rows = self._db.execute(
-                "SELECT m.rid, f.scoped FROM memories AS m LEFT JOIN memories_fts AS f ON f.rowid = m.rid "
+                "SELECT m.rid, f.scoped, m.id FROM memories AS m "
+                "LEFT JOIN memories_fts AS f ON f.rowid = m.rid "
                 "WHERE CASE WHEN json_valid(m.data) THEN json_extract(m.data, '$.episode_id') END = ?",
                 (episode_id,),
             ).fetchall()
-            rids = [(rid,) for rid, _ in rows]
+            rids = [(rid,) for rid, _, _ in rows]
             # The FTS row's scoped text is exactly what add_many counted (one per record and token).
-            freq = Counter(token for _, scoped in rows for token in (scoped or "").split())
+            freq = Counter(token for _, scoped, _ in rows for token in (scoped or "").split())
             self._db.executemany("DELETE FROM memories_fts WHERE rowid = ?", rids)
             self._db.executemany("DELETE FROM memories WHERE rid = ?", rids)
             tokens = sorted(freq.items())
@@ -216,6 +258,8 @@ class SqliteStore:
             self._db.executemany(
                 "DELETE FROM slice_terms WHERE token = ? AND n <= 0", [(t,) for t, _ in tokens]
             )
+        if self._index is not None:
+            self._index.discard({rid for _, _, rid in rows})
         return len(rids)
 
     def _decode(self, rows: Iterable[tuple[int, str]]) -> list[MemoryRecord]:
@@ -271,6 +315,83 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise self._error("search", exc) from exc
         return self._decode(rows)
+
+    # -- hybrid ranking: stored vectors ---------------------------------------------------------------
+    def vector_search(
+        self, query: str, tags: Sequence[str] | None = None, task: str | None = None, k: int = 5
+    ) -> list[MemoryRecord]:
+        """Best ``k`` records by cosine similarity of their stored vector to the query's, optionally only
+        these tags / task (the embedding half of hybrid ranking)."""
+        if k <= 0:
+            return []
+        embedder = self._need_embedder()
+        index = self._sync_vectors(embedder)
+        ids = index.top(encode_in_batches(embedder, [query])[0], k, tags, task)
+        return self._by_ids(ids)
+
+    def _need_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise MemoryStoreError(
+                f"sqlite store {self.path}: vector search needs a store opened with an embedder"
+            )
+        return self.embedder
+
+    def _sync_vectors(self, embedder: Embedder) -> VectorIndex:
+        """The in-memory index, after reading the rows written since the last call (by any process)."""
+        if self._index is None or self._index.dim != embedder.dim:
+            self._index = VectorIndex(embedder.dim)
+        index = self._index
+        cols = "vec, vec_model" if self._has_vec else "NULL, NULL"
+        try:
+            rows = self._db.execute(
+                f"SELECT rid, id, task, tag, {cols}, data FROM memories WHERE rid > ? ORDER BY rid",
+                (index.cursor,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error("search", exc) from exc
+        if not rows:
+            return index
+        have: list[tuple[str, str, str, FloatArray]] = []
+        missing: list[tuple[int, str, str, str, MemoryRecord]] = []
+        for rid, rec_id, task, tag, blob, model, data in rows:
+            vector = from_blob(blob, embedder.dim) if model == embedder.name else None
+            if vector is not None:
+                have.append((rec_id, task, tag, vector))
+                continue
+            record = self._bad.decode(rid, data, MemoryRecord.from_json)
+            if record is not None:
+                missing.append((rid, rec_id, task, tag, record))
+        if missing:
+            fresh = encode_in_batches(embedder, [m[4].search_text() for m in missing])
+            if not self.readonly:
+                # Written back so the next process (or the next open) does not embed them again.
+                with self._transaction("write vectors"):
+                    self._db.executemany(
+                        "UPDATE memories SET vec = ?, vec_model = ? WHERE rid = ?",
+                        [(to_blob(v), embedder.name, m[0]) for m, v in zip(missing, fresh, strict=True)],
+                    )
+            have += [(m[1], m[2], m[3], v) for m, v in zip(missing, fresh, strict=True)]
+        if have:
+            index.extend(
+                [h[0] for h in have],
+                [h[1] for h in have],
+                [h[2] for h in have],
+                np.stack([h[3] for h in have]),
+            )
+        index.cursor = int(rows[-1][0])
+        return index
+
+    def _by_ids(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Records by id in the given order; ids deleted meanwhile (by another process) are skipped."""
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        try:
+            rows = self._db.execute(f"SELECT id, rid, data FROM memories WHERE id IN ({marks})", list(ids))
+            found = {rec_id: (rid, data) for rec_id, rid, data in rows.fetchall()}
+        except sqlite3.Error as exc:
+            raise self._error("search", exc) from exc
+        return self._decode([found[i] for i in ids if i in found])
 
     def count(self) -> int:
         """Rows in the store (a bad row counts: it is there, it is just skipped when read)."""
