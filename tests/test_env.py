@@ -150,7 +150,9 @@ def test_dead_jvm_ends_episode_with_typed_error_and_is_replaced() -> None:
 
 
 def test_hung_jvm_times_out() -> None:
-    with ScienceWorldAdapter(jvm_timeout_s=2) as adapter:
+    # The read timeout also bounds the JVM's start-up calls, which take more than 2 s on a loaded
+    # 2-core machine: 8 s keeps the start reliable and the hang still ends well inside the bound.
+    with ScienceWorldAdapter(jvm_timeout_s=8) as adapter:
         adapter.reset(FIND_NON_LIVING, 0)
         pid = adapter.jvm_pid
         assert pid is not None
@@ -159,7 +161,7 @@ def test_hung_jvm_times_out() -> None:
             t0 = time.monotonic()
             with pytest.raises(EnvError):
                 adapter.step("look around")
-            assert time.monotonic() - t0 < 15
+            assert time.monotonic() - t0 < 30
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

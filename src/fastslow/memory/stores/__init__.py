@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.stores.base import BulkStore, MemoryStore, MemoryStoreError
-from fastslow.memory.stores.vectors import embedder_for
-from fastslow.models.embeddings import Embedder
+
+if TYPE_CHECKING:  # numpy stays unloaded until a store with vectors is opened (tests/test_layers.py)
+    from fastslow.models.embeddings import Embedder
 
 __all__ = ["BulkStore", "MemoryStore", "MemoryStoreError", "is_dsn", "open_location", "open_store"]
 
@@ -33,6 +35,7 @@ def env_password(name: str | None) -> str | None:
 
 def open_store(cfg: AmmConfig) -> BulkStore:
     """The store a run configuration names."""
+    from fastslow.memory.stores.vectors import embedder_for
     if cfg.store == "postgres":
         from fastslow.memory.stores.postgres import PostgresStore
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from fastslow.errors import FastslowError
 from fastslow.memory.records import MemoryRecord, RecordError, content_words
-from fastslow.models.embeddings import Embedder
+
+if TYPE_CHECKING:  # the protocol names the embedder's type without loading numpy (tests/test_layers.py)
+    from fastslow.models.embeddings import Embedder
 
 log = logging.getLogger("fastslow.memory.stores")
 T = TypeVar("T")
