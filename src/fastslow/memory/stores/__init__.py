@@ -36,6 +36,7 @@ def env_password(name: str | None) -> str | None:
 def open_store(cfg: AmmConfig) -> BulkStore:
     """The store a run configuration names."""
     from fastslow.memory.stores.vectors import embedder_for
+
     if cfg.store == "postgres":
         from fastslow.memory.stores.postgres import PostgresStore
 
