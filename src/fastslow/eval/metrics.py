@@ -478,25 +478,23 @@ PAPER_COUNTERS: dict[str, dict[str, float]] = {
 """The paper's Appendix D/E values per configuration (per episode; shares as fractions), for the report."""
 
 
+PAPER_COUNTER_KEYS = (
+    "memory_writes",
+    "memory_writes_near_miss",
+    "t1_triggers",
+    "t4_triggers",
+    "swift_injections",
+    "sage_injections",
+    "gate_drops",
+    "critic_effective_calls",
+    "system2_calls",
+)
+"""The per-episode means of ``PaperCounters`` (the two step shares are pooled instead)."""
+
+
 def paper_episode(events: Iterable[Event]) -> dict[str, int]:
     """One episode's Appendix D/E counters as the paper's authors count them (``records.PaperCounters``)."""
-    row = dict.fromkeys(
-        (
-            "memory_writes",
-            "memory_writes_near_miss",
-            "t1_triggers",
-            "t4_triggers",
-            "swift_injections",
-            "sage_injections",
-            "gate_drops",
-            "critic_effective_calls",
-            "system2_calls",
-            "env_steps",
-            "swift_steps",
-            "buffer_steps",
-        ),
-        0,
-    )
+    row = dict.fromkeys((*PAPER_COUNTER_KEYS, "env_steps", "swift_steps", "buffer_steps"), 0)
     t1_steps: set[int] = set()
     for e in events:
         if isinstance(e, MemoryWrite):
@@ -534,20 +532,6 @@ def paper_counters(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     out["swift_step_share"] = round(sum(r["swift_steps"] for r in rows) / steps, 4) if steps else None
     out["buffer_step_share"] = round(sum(r["buffer_steps"] for r in rows) / steps, 4) if steps else None
     return out
-
-
-PAPER_COUNTER_KEYS = (
-    "memory_writes",
-    "memory_writes_near_miss",
-    "t1_triggers",
-    "t4_triggers",
-    "swift_injections",
-    "sage_injections",
-    "gate_drops",
-    "critic_effective_calls",
-    "system2_calls",
-)
-"""The per-episode means of ``PaperCounters`` (the two step shares are pooled instead)."""
 
 
 def run_metrics(events_dir: Path, episode_ids: Iterable[str]) -> RunMetrics:
