@@ -124,6 +124,18 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def latency_summary(runs: list[list[float]]) -> dict[str, float]:
+    """p50 / p95 / max over queries of each query's best time across ``runs`` (repeats of the same
+    query list), and the p95 of the first run alone (cold-ish caches)."""
+    times = [min(per_query) for per_query in zip(*runs, strict=True)]
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(_percentile(times, 0.95), 3),
+        "max_ms": round(max(times), 3),
+        "p95_single_ms": round(_percentile(runs[0], 0.95), 3),
+    }
+
+
 def time_searches(
     store: BulkStore, queries: list[tuple[str, str, tuple[str, ...]]], k: int = 5
 ) -> list[float]:
@@ -156,15 +168,7 @@ def bench_store(
         loaded += store.add_many(synthetic_records(size - loaded, seed=size))
         load_s = time.perf_counter() - start
         runs = [time_searches(store, queries) for _ in range(max(repeats, 1))]
-        times = [min(per_query) for per_query in zip(*runs, strict=True)]
-        row = {
-            "records": store.count(),
-            "p50_ms": round(statistics.median(times), 3),
-            "p95_ms": round(_percentile(times, 0.95), 3),
-            "max_ms": round(max(times), 3),
-            "p95_single_ms": round(_percentile(runs[0], 0.95), 3),
-            "load_s": round(load_s, 2),
-        }
+        row = {"records": store.count(), **latency_summary(runs), "load_s": round(load_s, 2)}
         out[str(size)] = row
         progress(
             f"  {size:>7} records: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms "
@@ -284,13 +288,9 @@ def bench_hybrid(
             time_hybrid(store, queries[:1])  # the first search reads the new vectors into memory
             index_s = time.perf_counter() - start
             runs = [time_hybrid(store, queries) for _ in range(max(repeats, 1))]
-            times = [min(per_query) for per_query in zip(*runs, strict=True)]
             row = {
                 "records": store.count(),
-                "p50_ms": round(statistics.median(times), 3),
-                "p95_ms": round(_percentile(times, 0.95), 3),
-                "max_ms": round(max(times), 3),
-                "p95_single_ms": round(_percentile(runs[0], 0.95), 3),
+                **latency_summary(runs),
                 "load_s": round(load_s, 2),
                 "embed_s": round(embed_s, 1),
                 "index_load_s": round(index_s, 2),
