@@ -6,13 +6,23 @@ The Critic's timing and accounting inside the loop: tests/integration/test_srm_a
 
 from __future__ import annotations
 
+import pytest
+
 from fastslow.config import CriticConfig
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.valid import FOCUS_COUNT
 from fastslow.events import ListSink, StagnationReport
+from fastslow.models import estimate_tokens
+from fastslow.models.local_backend import default_gguf
 from fastslow.models.scripted import ScriptedModel
 from fastslow.reflection.config import GateConfig, StagnationConfig
-from fastslow.reflection.critic import Critic, LlmCritic, critic_action_list
+from fastslow.reflection.critic import (
+    Critic,
+    LlmCritic,
+    critic_action_list,
+    relevant_actions,
+    render_critic_prompt,
+)
 from fastslow.reflection.focus import focus_usage
 from fastslow.reflection.gate import Gate1
 from reflection.helpers import State, act, start
@@ -96,3 +106,32 @@ def test_the_authors_prompt_lists_the_whole_filtered_valid_set(states: dict[str,
     lines = set(prompt.splitlines())
     assert all(a in lines for a in listed)
     assert "focus actions used: 0 of 1" in prompt and "look around" not in lines
+
+
+def test_a_prompt_budget_lists_the_most_relevant_actions_that_fit(states: dict[str, State]) -> None:
+    """The embedded Critic (srm.yaml: 3,400 estimated tokens): the whole list of the kitchen state
+    overflows it, so the prompt lists the task-relevant actions first and as many others as fit, says
+    it is a part of the list, and SmolLM2's own tokenizer finds room for the 512-token answer in its
+    4,096-token context. An answer may still name any action of the whole list."""
+    traj = states["mix:kitchen"].traj
+    listed = critic_action_list(traj)
+    report = StagnationReport(step=traj.current.steps, pattern="verb_loop", patterns=["verb_loop"])
+    whole = render_critic_prompt(report, traj, all_actions=True, focus_budget="authors")
+    assert estimate_tokens(whole) > 3400
+    prompt = render_critic_prompt(report, traj, all_actions=True, focus_budget="authors", budget_tokens=3400)
+    assert estimate_tokens(prompt) <= 3400
+    shown = [a for a in prompt.splitlines() if a in set(listed)]
+    assert 20 <= len(shown) < len(listed) and shown == sorted(shown)
+    assert f"the {len(shown)} most relevant to the task of {len(listed)}" in prompt
+    relevant = [a for a in relevant_actions(traj, len(listed)) if a in set(listed)]
+    assert relevant and set(relevant[: len(shown) // 2]) <= set(shown)
+    short = render_critic_prompt(report, traj, all_actions=True, focus_budget="authors", budget_tokens=10**6)
+    assert short == whole
+    hidden = next(a for a in listed if a not in shown and not a.startswith("teleport"))
+    model = ScriptedModel([f"Diagnosis: stuck.\nActions:\n1. {hidden}"])
+    cfg = CriticConfig(prompt_actions="all", charge="injected")
+    critic = Critic(cfg, LlmCritic(model, all_actions=True, focus_budget="authors", budget_tokens=3400))
+    assert critic.maybe_call(report, traj) == [hidden]
+    llama_cpp = pytest.importorskip("llama_cpp")
+    vocab = llama_cpp.Llama(model_path=str(default_gguf()), vocab_only=True, verbose=False)
+    assert len(vocab.tokenize(prompt.encode())) + 512 < 4096 < len(vocab.tokenize(whole.encode()))

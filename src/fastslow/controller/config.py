@@ -97,7 +97,7 @@ class SageRunConfig(StrictModel):
     ground_history_turns: int = Field(default=10, ge=0)
     """authors: history entries (FUNC form) in the grounding prompt (their k = 10)."""
     lite_above_tokens: int = Field(default=8000, ge=0)
-    """authors: estimated tokens (``sage.CHARS_PER_TOKEN``) of the full planning prompt, memories
+    """authors: estimated tokens (``models.CHARS_PER_TOKEN``) of the full planning prompt, memories
     included, at or above which it is rebuilt "lite": the last ``history_turns`` entries without their
     actions, no other rooms' looks and no memory block (theirs: 8000 cl100k tokens). 0: always lite."""
     prompt_budget_tokens: int = Field(default=0, ge=0)

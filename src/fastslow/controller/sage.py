@@ -32,14 +32,11 @@ from fastslow.controller.parsing import ParsedAction, PlanFormatError, from_func
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
-from fastslow.models import ChatModel, Message, call_model
+from fastslow.models import CHARS_PER_TOKEN, ChatModel, Message, call_model, estimate_tokens
 from fastslow.templates import prompt_template
 
 log = logging.getLogger(__name__)
 
-CHARS_PER_TOKEN = 4.0
-"""Characters per token when a prompt's size is estimated (``lite_above_tokens``,
-``prompt_budget_tokens``): about what cl100k, the authors' count, gives for English text."""
 _HEADER = "Task Description:"
 
 
@@ -377,11 +374,6 @@ def _task(traj: Trajectory) -> str:
 
 class SagePromptError(ValueError):
     """The authors' prompt cannot be built (no demo for the task): the round ends as an error."""
-
-
-def estimate_tokens(text: str) -> int:
-    """A prompt's size in tokens, estimated from its length (``CHARS_PER_TOKEN``)."""
-    return int(len(text) / CHARS_PER_TOKEN)
 
 
 def _look(look: str) -> str:

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 from fastslow.models.base import (
+    CHARS_PER_TOKEN,
     ChatModel,
     Completion,
     FoldSystem,
     Message,
     ModelCallError,
     call_model,
+    estimate_tokens,
     fold_system,
 )
 from fastslow.models.config import ModelConfig
@@ -40,6 +42,7 @@ def _backend(cfg: ModelConfig) -> ChatModel:
 
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "ChatModel",
     "Completion",
     "FoldSystem",
@@ -47,6 +50,7 @@ __all__ = [
     "ModelCallError",
     "ModelConfig",
     "call_model",
+    "estimate_tokens",
     "fold_system",
     "make_model",
 ]

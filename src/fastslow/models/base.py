@@ -15,6 +15,16 @@ from typing import Literal, Protocol, TypedDict
 from fastslow.errors import ModelError
 from fastslow.events import EventSink, ModelCall
 
+CHARS_PER_TOKEN = 4.0
+"""Characters per token when a prompt's size is estimated before it is sent (Sage's
+``lite_above_tokens`` and ``prompt_budget_tokens``, the Critic's ``prompt_budget_tokens``): about what
+cl100k, the authors' count, gives for English text."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A prompt's size in tokens, estimated from its length (``CHARS_PER_TOKEN``)."""
+    return int(len(text) / CHARS_PER_TOKEN)
+
 
 class Message(TypedDict):
     """One chat message in the OpenAI shape, which every backend (and chat template) understands."""

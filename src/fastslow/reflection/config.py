@@ -170,6 +170,11 @@ class CriticConfig(StrictModel):
     """Valid actions in the prompt. sample: 40 task-relevant ones and unvisited rooms. all (authors): the
     whole valid set minus looks, room inspections and actions on the air or the agent; the answer's
     actions are kept only when they are in that list (no avoid-list filter)."""
+    prompt_budget_tokens: int = Field(default=0, ge=0)
+    """0: no limit. Otherwise, with ``prompt_actions: all``, a prompt estimated above this many tokens
+    (``models.CHARS_PER_TOKEN``) lists only the most task-relevant valid actions that fit, then fewer
+    history turns; the answer may still name any valid action of the whole list. The embedded
+    configurations set it for SmolLM2's 4,096-token context (docs/fidelity.md R17)."""
     skip_low_quality: bool = False
     """Skip an answer whose actions all repeat the last actions (the step's and the three before) or all
     navigate (go to / teleport to / open door to), as the authors do."""

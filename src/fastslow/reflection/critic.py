@@ -28,7 +28,7 @@ from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.semantics import NAVIGATION_VERBS, ROOMS, focus_target, known_rooms, verb_of
 from fastslow.errors import ModelError
 from fastslow.events import CriticCall, CriticEffect, EventSink, ListSink, StagnationReport
-from fastslow.models import ChatModel, Message, call_model
+from fastslow.models import ChatModel, Message, call_model, estimate_tokens
 from fastslow.reflection.config import CriticConfig
 from fastslow.reflection.focus import content_words, focus_target_allowed, focus_usage
 from fastslow.templates import prompt_template
@@ -57,6 +57,8 @@ _VERB_RANK = {
 _LAST_OBJECT = re.compile(r" (?:to|into|on|in) ")
 _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*•])\s*")
 _VALID_SAMPLE = 40
+_MIN_LISTED = 20
+"""A budget-cut authors' list keeps at least this many actions; the history gives way first."""
 
 
 MemoryFetch = Callable[[], list[str]] | None
@@ -200,13 +202,27 @@ def render_critic_prompt(
     max_actions: int = 5,
     all_actions: bool = False,
     focus_budget: str = "gold",
+    budget_tokens: int = 0,
 ) -> str:
     """The Critic's user message (``prompts/critic.j2``). ``all_actions``: list the whole filtered valid
-    set (``critic_action_list``) with the authors' constraints, instead of fastslow's 40-action sample."""
+    set (``critic_action_list``) with the authors' constraints, instead of fastslow's 40-action sample.
+    ``budget_tokens`` (0: none): a longer prompt lists only the most task-relevant part of that set
+    (``_fit_actions``) and then fewer turns, so that it fits a small model's context."""
     cur = traj.current
     if all_actions:
         listed = critic_action_list(traj)
         constraints = authors_constraints(report, traj, focus_budget)
+        if budget_tokens:
+            return _fit_actions(
+                listed,
+                budget_tokens,
+                report=report,
+                traj=traj,
+                memories=memories,
+                history=history,
+                max_actions=max_actions,
+                constraints=constraints,
+            )
     else:
         rooms = _rooms(traj)
         focus = [
@@ -220,6 +236,21 @@ def render_critic_prompt(
         listed += [a for a in unvisited_rooms(traj) if a not in listed]
         listed = listed[:_VALID_SAMPLE]
         constraints = report.constraints
+    return _render(report, traj, memories, history, max_actions, constraints, listed, all_actions)
+
+
+def _render(
+    report: StagnationReport,
+    traj: Trajectory,
+    memories: Sequence[str],
+    history: int,
+    max_actions: int,
+    constraints: Sequence[str],
+    listed: Sequence[str],
+    all_actions: bool,
+    of_total: int = 0,
+) -> str:
+    cur = traj.current
     # The Critic's prompt keeps its final newline, as it was written and measured.
     return prompt_template("critic.j2", keep_trailing_newline=True).render(
         task=traj.task_description.strip(),
@@ -234,8 +265,52 @@ def render_critic_prompt(
         memories=list(memories),
         valid_sample=listed,
         all_actions=all_actions,
+        of_total=of_total,
         max_actions=max_actions,
     )
+
+
+def _fit_actions(
+    listed: list[str],
+    budget_tokens: int,
+    *,
+    report: StagnationReport,
+    traj: Trajectory,
+    memories: Sequence[str],
+    history: int,
+    max_actions: int,
+    constraints: Sequence[str],
+) -> str:
+    """The authors' prompt with its action list cut to fit ``budget_tokens`` (estimated): the whole list
+    when it fits; else the task-relevant actions first (``relevant_actions``), then unvisited rooms, then
+    the rest in the list's order, as many as fit (at least ``_MIN_LISTED``), shown sorted as the authors'
+    list is; if even those do not fit, fewer turns of history. Their 7B model's 32k context never needs
+    this; SmolLM2's 4,096 tokens overflow on most states (the whole list is 5-15k tokens)."""
+
+    def render(actions: Sequence[str], turns: int) -> str:
+        total = len(listed) if len(actions) < len(listed) else 0
+        return _render(report, traj, memories, turns, max_actions, constraints, sorted(actions), True, total)
+
+    full = render(listed, history)
+    if estimate_tokens(full) <= budget_tokens:
+        return full
+    allowed = set(listed)
+    first = [a for a in relevant_actions(traj, len(listed)) if a in allowed]
+    first += [a for a in unvisited_rooms(traj) if a in allowed]
+    ranked = list(dict.fromkeys([*first, *listed]))
+    low, high = min(_MIN_LISTED, len(ranked)), len(ranked)
+    while low < high:  # the most actions that fit: the prompt grows with every action listed
+        mid = (low + high + 1) // 2
+        if estimate_tokens(render(ranked[:mid], history)) <= budget_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    turns = history
+    text = render(ranked[:low], turns)
+    while turns > 0 and estimate_tokens(text) > budget_tokens:
+        turns -= 1
+        text = render(ranked[:low], turns)
+    return text
 
 
 def parse_critic_reply(text: str) -> tuple[str, list[str]]:
@@ -275,6 +350,7 @@ class LlmCritic:
         max_actions: int = 5,
         all_actions: bool = False,
         focus_budget: str = "gold",
+        budget_tokens: int = 0,
     ) -> None:
         self.model = model
         self.sink: EventSink = sink if sink is not None else ListSink()
@@ -283,6 +359,7 @@ class LlmCritic:
         self.all_actions = all_actions
         """The prompt lists the whole filtered valid set (``critic.prompt_actions: all``)."""
         self.focus_budget = focus_budget
+        self.budget_tokens = budget_tokens
 
     def propose(
         self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
@@ -296,6 +373,7 @@ class LlmCritic:
             max_actions=self.max_actions,
             all_actions=self.all_actions,
             focus_budget=self.focus_budget,
+            budget_tokens=self.budget_tokens,
         )
         messages: list[Message] = [{"role": "user", "content": prompt}]
         completion = call_model(self.model, messages, sink=self.sink, role="critic", step=traj.current.steps)
@@ -593,5 +671,6 @@ def make_critic(
             max_actions=config.max_actions,
             all_actions=config.prompt_actions == "all",
             focus_budget=focus_budget,
+            budget_tokens=config.prompt_budget_tokens,
         )
     return Critic(config, backend, sink=sink)
