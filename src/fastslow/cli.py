@@ -1,4 +1,4 @@
-"""The ``fastslow`` command line: run, eval, episodes, bench, data, config.
+"""The ``fastslow`` command line: run, eval, episodes, report, view, bench, data, config.
 
 Bad input (unknown task, variation, config key, wrong type, unwritable output) prints one line on
 stderr and exits with code 2 before anything is written.
@@ -210,6 +210,36 @@ def report(
     target = out or dirs[0] / "report"
     html_path = write_report(dirs, target)
     console.print(f"report written to {target} (open {html_path})")
+
+
+@app.command()
+def view(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
+    port: Annotated[int, typer.Option("--port", help="Loopback port; 0 picks a free one.")] = 8765,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Open the page in the default browser.")
+    ] = False,
+) -> None:
+    """Serve the trajectory viewer over run directories on 127.0.0.1 until Ctrl-C: runs and their
+    tables, episodes filtered by task, outcome, source and mechanism, one episode's timeline, the same
+    episode in several runs side by side."""
+    import time
+    import webbrowser
+
+    from fastslow.view.server import serve
+
+    try:
+        server = serve(dirs, port)
+    except OSError as exc:
+        raise UsageError(f"--port {port}: {exc.strerror or exc}") from exc
+    console.print(f"fastslow viewer on {server.url} ({len(dirs)} runs; Ctrl-C stops it)")
+    if open_browser:
+        webbrowser.open(server.url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
 
 
 @bench_app.command("env")

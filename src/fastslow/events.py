@@ -179,6 +179,8 @@ class MemoryInjection(_Event):
     """Records in the block after dedup, filtering and truncation."""
     chars: int
     """Length of the injected block."""
+    text: str = ""
+    """The block as the model got it (logs before this field: empty)."""
 
 
 class MemoryFallback(_Event):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import html
 import io
 import json
 from dataclasses import dataclass
@@ -26,12 +25,20 @@ from fastslow.env.tasks import all_tasks
 from fastslow.errors import UsageError
 from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics
 from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
-from fastslow.eval.rundir import read_run_record
-from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, iter_events
+from fastslow.eval.rundir import RunRecord, read_run_record
+from fastslow.eval.viewer import (
+    index_episode,
+    read_episode,
+    retrieved_ids,
+    store_records,
+    viewer_assets,
+    viewer_boot,
+)
 
 GROUPS = ("short", "medium", "long")
-#: Episodes per run embedded in the HTML trajectory viewer (whole logs can be hundreds of MB).
-VIEWER_EPISODES = 60
+#: Steps whose episodes the static report page embeds, all runs together (whole logs can be hundreds of
+#: MB; ``fastslow view`` serves any size).
+VIEWER_STEPS = 20_000
 
 
 @dataclass(frozen=True)
@@ -327,60 +334,25 @@ def figures(runs: list[Run]) -> dict[str, bytes]:
     return out
 
 
-def _short(value: Any, limit: int = 300) -> Any:
-    if isinstance(value, str) and len(value) > limit:
-        return value[: limit - 1] + "…"
-    return value
-
-
-def trajectories(run: Run, limit: int = VIEWER_EPISODES) -> list[dict[str, Any]]:
-    """Compact per-episode step lists for the viewer: each env step with the events that led to it."""
-    episodes = []
-    for path in sorted((run.path / "events").glob("*.jsonl"))[:limit]:
-        header: EpisodeStart | None = None
-        steps: list[dict[str, Any]] = []
-        pending: list[dict[str, Any]] = []
-        end: EpisodeEnd | None = None
-        for event in iter_events(path):
-            if isinstance(event, EpisodeStart):
-                header = event
-            elif isinstance(event, EpisodeEnd):
-                end = event
-            elif isinstance(event, EnvStep):
-                steps.append(
-                    {
-                        "step": event.step,
-                        "action": event.action,
-                        "source": event.source,
-                        "reason": event.reason,
-                        "observation": _short(event.observation),
-                        "score": event.score,
-                        "reward": event.reward,
-                        "events": pending,
-                    }
-                )
-                pending = []
-            else:
-                fields = event.model_dump(mode="json", exclude={"t", "messages", "completion"})
-                kind = fields.pop("event")
-                shown = {k: v for k, v in fields.items() if v not in (None, "", [])}
-                summary = ", ".join(f"{k}={_short(v, 80)}" for k, v in shown.items())
-                pending.append({"kind": kind, "summary": summary})
-        if header is None or end is None:
-            continue
-        episodes.append(
-            {
-                "run": run.name,
-                "id": header.episode_id,
-                "task": f"{header.task_id} {header.task_name}",
-                "variation": header.variation,
-                "description": header.task_description,
-                "end": end.end.value,
-                "score": end.final_score,
-                "steps": steps,
-            }
-        )
-    return episodes
+def static_viewer_data(runs: list[Run], max_steps: int = VIEWER_STEPS) -> dict[str, Any]:
+    """The viewer's data for a static page: every run's summary and episode list, and the steps of
+    episodes in list order until ``max_steps`` steps in all are embedded (the page says when an
+    episode's steps are not; ``fastslow view`` reads any episode from the logs)."""
+    summaries, lists, details = [], {}, {}
+    budget = max_steps
+    for i, run in enumerate(runs):
+        record = read_run_record(run.path)
+        summaries.append(run_summary(run, record, i))
+        entries = [e for p in sorted((run.path / "events").glob("*.jsonl")) if (e := index_episode(p))]
+        lists[str(i)] = entries
+        for entry in entries:
+            if entry["steps"] > budget:
+                continue
+            episode = read_episode(run.path / "events" / entry["file"])
+            episode["records"] = store_records(record, run.path, retrieved_ids(episode))
+            details[f"{i}/{entry['id']}"] = episode
+            budget -= entry["steps"]
+    return {"runs": summaries, "episodes": lists, "details": details}
 
 
 def run_warnings(run: Run) -> list[str]:
@@ -400,6 +372,45 @@ def run_warnings(run: Run) -> list[str]:
     if run.metrics.errors:
         found.append(f"{run.name}: {run.metrics.errors} episodes ended in an environment error")
     return found
+
+
+def run_summary(run: Run, record: RunRecord | None, index: int = 0) -> dict[str, Any]:
+    """A run's header for the viewer page: name, path, the main row and per-task rows (both score
+    conventions, episode and -100 counts), groups, bootstrap intervals, memory store, warm-up and
+    ranking of each start, and the warnings of ``run_warnings``."""
+    m = run.metrics
+    main_head, main_rows = main_table([run])
+    tasks = []
+    for row in per_task_table([run])[1]:
+        block = m.per_task[row[0]]
+        tasks.append(
+            {
+                "task_id": int(row[0]),
+                "name": row[1],
+                "group": row[2],
+                "score": row[3],
+                "strict": row[4],
+                "episodes": block.episodes,
+                "failures": block.failures,
+            }
+        )
+    return {
+        "index": index,
+        "name": run.name,
+        "path": str(run.path),
+        "episodes": m.episodes,
+        "main": {"head": main_head, "row": main_rows[0]},
+        "tasks": tasks,
+        "groups": {
+            g: {"score": v.mean_score, "strict": v.mean_score_strict, "episodes": v.episodes}
+            for g, v in m.per_group.items()
+        },
+        "ci95": m.ci95.model_dump(mode="json"),
+        "store": record.store.model_dump(mode="json") if record is not None and record.store else None,
+        "warmup": record.warmup if record is not None else None,
+        "starts": [s.model_dump(mode="json") for s in record.starts] if record is not None else [],
+        "warnings": run_warnings(run),
+    }
 
 
 def write_report(dirs: list[Path], out: Path) -> Path:
@@ -444,13 +455,15 @@ def write_report(dirs: list[Path], out: Path) -> Path:
         (out / name).write_bytes(png)
     loader = PackageLoader("fastslow.eval", "templates")
     env = Environment(loader=loader, autoescape=select_autoescape(["j2"]))
+    assets = viewer_assets()
     page = env.get_template("report.html.j2").render(
         runs=runs,
         warnings=warnings,
         tables=[(title, table) for title, table in tables.values()],
         images={name: base64.b64encode(png).decode() for name, png in images.items()},
-        trajectories_json=json.dumps([ep for r in runs for ep in trajectories(r)]).replace("</", "<\\/"),
-        escape=html.escape,
+        viewer_css=assets["css"],
+        viewer_js=assets["js"],
+        viewer_data=viewer_boot(static_viewer_data(runs)),
     )
     html_path = out / "report.html"
     html_path.write_text(page, encoding="utf-8")

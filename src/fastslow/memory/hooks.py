@@ -276,6 +276,7 @@ class AmmHooks:
                     target=audience,
                     n=len(block.records),
                     chars=block.chars,
+                    text=block.text or "",
                 )
             )
         else:

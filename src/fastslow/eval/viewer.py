@@ -1,0 +1,260 @@
+"""What the trajectory viewer shows of one episode, and the viewer's page (paper §5, App. D/E: the logs).
+
+Read from a run's own event logs, as every metric is: an episode's list entry (``index_episode``: ids,
+both score conventions, outcome, the source of the last action, mechanism counts, first gain / -100 /
+Gate-1 drop) and the whole episode (``read_episode``: every step with the typed events that led to it,
+model prompts and completions included). ``store_records`` looks up the memory records a retrieval
+returned in the run's SQLite store. ``page`` is the single-page viewer (``viewer_static/``: plain HTML,
+CSS and JavaScript inline, nothing fetched from elsewhere) that ``fastslow view`` serves and ``fastslow
+report`` writes with its data embedded. The page puts every text from the logs in as text, never markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastslow.env.semantics import SUCCESS_SCORE
+from fastslow.env.tasks import all_tasks
+from fastslow.eval.rundir import RunRecord
+
+OUTCOMES = ("success", "failure", "step_limit", "early_stop", "error", "other")
+"""An episode's outcome for the filters: success (score 100), failure (-100), step limit, early stop,
+environment error; ``other`` for an episode that ended otherwise below 100 (e.g. the agent's own end)."""
+
+MECHANISMS: dict[str, str] = {
+    "sage": "Sage was called",
+    "critic": "Critic fired",
+    "critic_injected": "Critic's actions were injected",
+    "gate_drop": "Gate-1 dropped an action",
+    "gate_drop_focus": "Gate-1 dropped a focus",
+    "gate_repair": "Gate-1 repaired an action",
+    "stagnation": "stagnation reported",
+    "memory_retrieval": "memory retrieved",
+    "memory_injection": "memory injected",
+    "memory_write": "memory written",
+    "memory_fallback": "memory fell back",
+    "model_error": "a model call failed",
+}
+"""Mechanism filters of the episode list: key -> what the episode had at least once."""
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside an HTML ``<script>`` element: ``<``, ``>`` and ``&`` as ``\\u`` escapes, so no
+    text from the logs (``</script>``, ``<!--<script>``) can end or change the script's content."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of one log as plain dicts (the viewer reads, it does not validate: a log written by
+    a newer fastslow still shows). A torn last line of a crashed run is skipped."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+
+
+def outcome(end: str, final_score: int, best: int) -> str:
+    """The filter outcome of an episode from its end state and scores."""
+    if max(final_score, best) >= SUCCESS_SCORE:
+        return "success"
+    if end == "failure" or final_score < 0:
+        return "failure"
+    return end if end in OUTCOMES else "other"
+
+
+def index_episode(path: Path) -> dict[str, Any] | None:
+    """One episode's list entry: ids, both scores, outcome, steps, the source of the last action,
+    mechanism counts and the first score gain / -100 / Gate-1 drop steps. None if it never finished."""
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    best = 0
+    last_source = ""
+    counts = dict.fromkeys(MECHANISMS, 0)
+    firsts: dict[str, int | None] = {"gain": None, "failure": None, "gate_drop": None}
+    for e in _lines(path):
+        kind = e.get("event")
+        if kind == "env_step":
+            best = max(best, e["score"])
+            last_source = e["source"]
+            if e["reward"] > 0 and firsts["gain"] is None:
+                firsts["gain"] = e["step"]
+            if e["score"] < 0 and firsts["failure"] is None:
+                firsts["failure"] = e["step"]
+        elif kind == "episode_start":
+            start = e
+        elif kind == "episode_end":
+            end = e
+        else:
+            for key in _mechanisms(e):
+                counts[key] += 1
+            if kind == "gate_decision" and e["outcome"] == "drop" and firsts["gate_drop"] is None:
+                firsts["gate_drop"] = e["step"] + 1
+    if start is None or end is None:
+        return None
+    final = end["final_score"]
+    task = _TASKS.get(start["task_id"])
+    return {
+        "id": start["episode_id"],
+        "file": path.name,
+        "task_id": start["task_id"],
+        "task_name": start["task_name"],
+        "group": task.group if task is not None else "",
+        "variation": start["variation"],
+        "seed": start.get("seed"),
+        "score": max(best, final, 0),
+        "score_strict": max(final, 0),
+        "final_score": final,
+        "end": end["end"],
+        "outcome": outcome(end["end"], final, best),
+        "steps": end["steps"],
+        "wall_s": end["wall_s"],
+        "error": end.get("error"),
+        "last_source": last_source,
+        "mechanisms": {k: v for k, v in counts.items() if v},
+        "first": firsts,
+    }
+
+
+_TASKS = {t.task_id: t for t in all_tasks()}
+
+
+def _mechanisms(e: dict[str, Any]) -> Iterator[str]:
+    kind = e.get("event")
+    if kind == "sage_call":
+        yield "sage"
+    elif kind == "critic_call":
+        yield "critic"
+        if e.get("injected", True) and e.get("actions"):
+            yield "critic_injected"
+    elif kind == "gate_decision":
+        if e["outcome"] == "drop":
+            yield "gate_drop"
+            if e["original"].strip().lower().startswith("focus on"):
+                yield "gate_drop_focus"
+        elif e["outcome"] == "repair":
+            yield "gate_repair"
+    elif kind == "stagnation_report":
+        yield "stagnation"
+    elif kind in ("memory_retrieval", "memory_injection", "memory_write", "memory_fallback"):
+        yield kind
+    elif kind == "model_call" and e.get("error"):
+        yield "model_error"
+
+
+def read_episode(path: Path) -> dict[str, Any]:
+    """An episode whole: its header (task, description, config name), its end, and its steps in order,
+    each with the events logged since the previous step (``events``, typed dicts with every field);
+    ``after`` holds the events logged after the last step (e.g. a Critic effect decided at the end)."""
+    header: dict[str, Any] = {}
+    end: dict[str, Any] = {}
+    steps: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for e in _lines(path):
+        kind = e.get("event")
+        if kind == "episode_start":
+            header = {k: e.get(k) for k in _HEADER_KEYS}
+        elif kind == "episode_end":
+            end = {k: v for k, v in e.items() if k not in ("t", "event")}
+        elif kind == "env_step":
+            step = {k: v for k, v in e.items() if k not in ("t", "event")}
+            step["events"] = pending
+            steps.append(step)
+            pending = []
+        else:
+            pending.append({k: v for k, v in e.items() if k != "t"})
+    return {"header": header, "end": end, "steps": steps, "after": pending}
+
+
+_HEADER_KEYS = (
+    "episode_id",
+    "task_id",
+    "task_name",
+    "variation",
+    "seed",
+    "split",
+    "config_name",
+    "task_description",
+    "git_commit",
+    "versions",
+)
+
+
+def store_records(record: RunRecord | None, run_dir: Path, ids: set[str]) -> dict[str, dict[str, Any]]:
+    """Memory records by id from the run's SQLite store (``run.json``'s store; the run directory's own
+    copy when the run was moved); empty for a PostgreSQL store or one that is gone, and the page then
+    shows the ids only."""
+    if not ids or record is None or record.store is None or record.store.kind != "sqlite":
+        return {}
+    path = Path(record.store.location)
+    if not path.is_file():  # a run directory moved since: its own store moved with it
+        path = run_dir / path.name
+    if not path.is_file():
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            marks = ",".join("?" * len(ids))
+            rows = conn.execute(f"SELECT id, data FROM memories WHERE id IN ({marks})", sorted(ids))
+            for rid, text in rows:
+                data = json.loads(text)
+                found[rid] = {k: data.get(k) for k in _RECORD_KEYS if k in data}
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError):
+        return {}
+    return found
+
+
+_RECORD_KEYS = (
+    "tag",
+    "subtag",
+    "task_name",
+    "episode_id",
+    "step",
+    "room",
+    "action",
+    "observation",
+    "score_before",
+    "score_after",
+    "recent",
+)
+
+
+def retrieved_ids(episode: dict[str, Any]) -> set[str]:
+    """The record ids every memory retrieval of a ``read_episode`` result returned."""
+    groups = [s["events"] for s in episode["steps"]] + [episode["after"]]
+    return {
+        rid for group in groups for e in group if e.get("event") == "memory_retrieval" for rid in e["ids"]
+    }
+
+
+def viewer_assets() -> dict[str, str]:
+    """The page's parts: ``html`` (with ``/*STYLE*/``, ``/*DATA*/``, ``/*SCRIPT*/`` to fill), ``css``,
+    ``js``."""
+    folder = resources.files("fastslow.eval") / "viewer_static"
+    return {k: (folder / f"viewer.{k}").read_text(encoding="utf-8") for k in ("html", "css", "js")}
+
+
+def viewer_boot(embedded: dict[str, Any] | None) -> str:
+    """The page's data element content: the filter vocabulary and, for a static page, its data."""
+    config = {"mechanisms": MECHANISMS, "outcomes": list(OUTCOMES)}
+    return script_json({"config": config, "embedded": embedded})
+
+
+def page(embedded: dict[str, Any] | None = None) -> str:
+    """The viewer page, standalone. ``embedded``: the data of a static page (``{"runs": [...],
+    "episodes": {i: [...]}, "details": {"i/episode_id": {...}}}``); None: the page reads the JSON API of
+    the server that sent it (``fastslow view``)."""
+    parts = viewer_assets()
+    html = parts["html"].replace("/*STYLE*/", parts["css"]).replace("/*DATA*/", viewer_boot(embedded))
+    return html.replace("/*SCRIPT*/", parts["js"])

@@ -1,0 +1,82 @@
+"""The runs ``fastslow view`` serves (paper §5, App. D/E): each run's summary, its episode list
+(cached per log file until the file changes), and one episode at a time, read on demand from its log
+(``eval.viewer``) with the memory records its retrievals returned.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastslow.eval.report import Run, load_run, run_summary
+from fastslow.eval.rundir import RunRecord, read_run_record
+from fastslow.eval.viewer import index_episode, read_episode, retrieved_ids, store_records
+
+
+@dataclass
+class RunView:
+    """One run directory as the viewer shows it."""
+
+    index: int
+    run: Run
+    record: RunRecord | None
+    _cache: dict[str, tuple[float, int, dict[str, Any] | None]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def events_dir(self) -> Path:
+        return self.run.path / "events"
+
+    def summary(self) -> dict[str, Any]:
+        """The run's header for the page (``eval.report.run_summary``)."""
+        return run_summary(self.run, self.record, self.index)
+
+    def episodes(self) -> list[dict[str, Any]]:
+        """Every finished episode's list entry, in file order; a file is re-read only when it changed."""
+        out = []
+        for path in sorted(self.events_dir.glob("*.jsonl")):
+            entry = self._entry(path)
+            if entry is not None:
+                out.append(entry)
+        return out
+
+    def _entry(self, path: Path) -> dict[str, Any] | None:
+        stat = path.stat()
+        with self._lock:
+            cached = self._cache.get(path.name)
+        if cached is not None and cached[:2] == (stat.st_mtime, stat.st_size):
+            return cached[2]
+        entry = index_episode(path)
+        with self._lock:
+            self._cache[path.name] = (stat.st_mtime, stat.st_size, entry)
+        return entry
+
+    def episode_path(self, episode_id: str) -> Path | None:
+        """The log of ``episode_id`` (``<episode_id>.jsonl``), None for an unknown id."""
+        path = self.events_dir / f"{episode_id}.jsonl"
+        return path if "/" not in episode_id and path.is_file() else None
+
+    def episode(self, episode_id: str) -> dict[str, Any] | None:
+        """One episode with its steps, and the store records its retrievals returned (``records``)."""
+        path = self.episode_path(episode_id)
+        if path is None:
+            return None
+        data = read_episode(path)
+        data["records"] = store_records(self.record, self.run.path, retrieved_ids(data))
+        data["run"] = self.index
+        return data
+
+
+def open_runs(paths: list[Path]) -> list[RunView]:
+    """The runs to view, each checked as ``fastslow report`` checks it (``UsageError``, one line)."""
+    views = []
+    for i, path in enumerate(paths):
+        run = load_run(path)
+        views.append(RunView(i, run, read_run_record(path)))
+    names = [v.run.name for v in views]
+    for v in views:  # two runs of one config are told apart by their folders, as in the report
+        if names.count(v.run.name) > 1:
+            v.run = Run(f"{v.run.name} ({v.run.path.name})", v.run.path, v.run.metrics)
+    return views
