@@ -84,6 +84,7 @@ def test_report_cli_rejects_unfinished_dir(tmp_path: Path, capsys: pytest.Captur
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian package chromium is not installed (.ci/run installs it)")
 def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> None:
     html_path = write_report([run_dir], tmp_path)
+    episode = sorted(p.stem for p in (run_dir / "events").glob("*.jsonl"))[0]
     assert CHROMIUM is not None
     with tempfile.TemporaryDirectory() as profile:
         dom = subprocess.run(
@@ -99,16 +100,17 @@ def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> N
                 "--disable-sync",
                 f"--user-data-dir={profile}",
                 "--dump-dom",
-                html_path.as_uri(),
+                html_path.as_uri() + f"#/run/0/episode/{episode}",
             ],
             capture_output=True,
             text=True,
             timeout=120,
             check=True,
         ).stdout
-    # The results tables are static HTML; the trajectory rows exist only if the viewer's script ran.
+    # The results tables are static HTML; the trajectory rows exist only if the viewer's script ran
+    # (the page opens on the episode the URL names, as a link into the viewer would).
     # main, tasks, groups, success, the paper's counters, mechanisms, usage
     assert dom.count('<table class="results">') == 7
     assert "find-non-living-thing" in dom or "lifespan-longest-lived" in dom
-    assert dom.count('<tr class="step">') >= 4
-    assert 'class="src-oracle"' in dom
+    assert dom.count('<tr class="step s-oracle"') >= 4
+    assert 'class="src src-oracle"' in dom

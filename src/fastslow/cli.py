@@ -276,6 +276,25 @@ def bench_env_cmd(
         raise typer.Exit(1)
 
 
+@bench_app.command("view")
+def bench_view_cmd(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
+) -> None:
+    """Seconds the viewer takes in headless Chromium, cold: runs page, first run's episode list, its
+    first episode, and that episode compared across the runs (needs chromium, chromium-driver, selenium)."""
+    from fastslow.view.timing import bench_view
+
+    timings = bench_view(dirs)
+    t = timings
+    console.print(
+        f"{t['runs']} runs: server start {t['server_start_s']:.2f} s, runs page {t['runs_page_s']:.2f} s, "
+        f"episode list ({t['episodes_listed']} episodes) {t['episode_list_s']:.2f} s, first episode "
+        f"{t['first_episode_s']:.2f} s (from opening the viewer: {t['to_first_episode_s']:.2f} s), "
+        f"comparison {t['compare_s']:.2f} s"
+    )
+    print(json.dumps(timings))
+
+
 @bench_app.command("step")
 def bench_step_cmd(
     config: ConfigOpt = "swift-srm",

@@ -327,7 +327,9 @@
             el("summary", {}, head, e.source + " proposed " + q_(e.original) + " → repaired to " + q_(e.action)),
             el("div", {}, "rule: " + e.rule + (e.detail ? " — " + e.detail : "")));
         }
-        return box(e, "accept", head, e.source + " " + q_(e.original) + " admitted" + (e.rule && e.rule !== "exact" ? " (" + e.rule + ")" : ""));
+        return el("details", { class: "ev ev-gate_decision accept", "data-event": "gate_decision" },
+          el("summary", {}, head, e.source + " " + q_(e.original) + " admitted"),
+          el("div", {}, "rule: " + (e.rule || "exact") + (e.detail ? " — " + e.detail : "") + "; becomes env step " + (e.step + 1)));
       }
       case "memory_retrieval": {
         const found = e.ids.map((id) => records[id]);

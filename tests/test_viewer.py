@@ -1,0 +1,229 @@
+"""`fastslow view` driven in real headless Chromium over real runs made here (issue #17's browser test).
+
+Two runs of the same boil episode (test variation 21): the fast pathway's swift-amm-srm (Gate-1, and
+AMM with a store warmed up on task 4's warm-up episodes; it ends at -100 at step 10) and +SRM with the
+embedded SmolLM2 as Sage and Critic (its replies capped at 16 tokens to keep the test short; the model
+calls are real). The test filters to the -100 episode, opens it, expands a Gate-1 event, opens a model
+call of the LLM run, and compares the episode across the runs: the first-divergence marker must sit on
+the first step whose actions differ in the two logs. A copy of the runs with markup written into an
+observation, a prompt and a memory record checks that every text is shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fastslow.config import load_config
+from fastslow.env.episodes import select_episodes
+from fastslow.eval.evaluate import evaluate
+from fastslow.eval.report import write_report
+from fastslow.view.browser import click, wait_for, wait_until
+from fastslow.view.server import ViewerServer, serve
+
+selenium = pytest.importorskip("selenium", reason="selenium is in the dev extra")
+if shutil.which("chromedriver") is None or shutil.which("chromium") is None:
+    pytest.skip("chromium + chromium-driver are missing (.ci/run installs them)", allow_module_level=True)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+BOIL = "00-0021"
+SMALL_LLM = [
+    "controller.sage.plan_max_tokens=16",
+    "controller.sage.ground_max_tokens=16",
+    "controller.sage.prompt_budget_tokens=600",
+    "critic.model.max_tokens=16",
+    "critic.prompt_budget_tokens=600",
+    "env.step_limit=12",
+]
+MARKUP = '<!--<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"><b>bold</b> &amp;'
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("viewer")
+    fast = root / "fast"
+    evaluate(
+        load_config("swift-amm-srm"),
+        select_episodes("test", tasks="0,4", limit_per_task=1),
+        fast,
+        warmup=True,
+        warmup_episodes=select_episodes("warmup", tasks="4"),
+    )
+    llm = root / "llm"
+    evaluate(load_config("srm", SMALL_LLM), select_episodes("test", tasks="0", limit_per_task=1), llm)
+    return {"fast": fast, "llm": llm}
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    from fastslow.view.browser import chromium_driver
+
+    d = chromium_driver()
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def server(runs: dict[str, Path]) -> Iterator[ViewerServer]:
+    s = serve([runs["fast"], runs["llm"]])
+    yield s
+    s.shutdown()
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def actions(path: Path) -> list[str]:
+    return [e["action"] for e in events(path) if e["event"] == "env_step"]
+
+
+def test_filter_open_expand_and_compare(runs: dict[str, Path], server: ViewerServer, driver: Any) -> None:
+    fast_log = runs["fast"] / "events" / f"{BOIL}.jsonl"
+    assert events(fast_log)[-1]["final_score"] == -100
+    driver.get(server.url)
+    wait_for(driver, "#run-1")
+    assert "memory store: sqlite" in driver.find_element(By.ID, "run-0").text
+
+    # the episode list of the fast run, filtered to -100 episodes
+    driver.get(server.url + "#/run/0/episodes")
+    Select(wait_for(driver, "#f-outcome")).select_by_value("failure")
+    logs = sorted((runs["fast"] / "events").glob("*.jsonl"))
+    failed = [p.stem for p in logs if events(p)[-1]["final_score"] == -100]
+    shown = f"{len(failed)} of {len(logs)} episodes"
+    wait_until(lambda: shown in driver.find_element(By.ID, "count").text, what="the filtered list")
+    assert "outcome=failure" in driver.current_url  # a filtered list is a link of its own
+    rows = driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep")
+    assert [r.get_attribute("data-id") for r in rows] == failed and BOIL in failed
+    assert all("-100" in r.text for r in rows)
+    click(driver, next(r for r in rows if r.get_attribute("data-id") == BOIL))
+
+    # the episode: jump to the -100, expand a Gate-1 event
+    wait_for(driver, "#timeline tr.step")
+    click(driver, driver.find_element(By.ID, "jump-failure"))
+    assert "target" in driver.find_element(By.ID, "step-10").get_attribute("class")
+    gate = driver.find_element(By.CSS_SELECTOR, "details.ev-gate_decision")
+    click(driver, gate.find_element(By.TAG_NAME, "summary"))
+    assert gate.get_attribute("open") is not None and "rule:" in gate.text
+    assert driver.find_element(By.ID, "score-chart")
+
+    # a model call of the LLM run, prompt and completion as logged
+    calls = [e for e in events(runs["llm"] / "events" / f"{BOIL}.jsonl") if e["event"] == "model_call"]
+    assert calls and all(c["error"] is None for c in calls)
+    driver.get(server.url + f"#/run/1/episode/{BOIL}")
+    call = wait_for(driver, "details.ev-model_call")
+    click(driver, call.find_element(By.TAG_NAME, "summary"))
+    prompt = call.find_elements(By.CSS_SELECTOR, "pre.prompt")[-1].text
+    assert prompt.split("\n")[0] == calls[0]["messages"][-1]["content"].split("\n")[0]
+    completion = call.find_element(By.CSS_SELECTOR, "pre.completion").text
+    assert completion.split() == calls[0]["completion"].split()
+
+    # the same episode in both runs: the first divergence is the first step whose actions differ
+    driver.get(server.url + f"#/run/0/episode/{BOIL}")
+    click(driver, wait_for(driver, "a.cmp-link"))
+    marker = wait_for(driver, "#first-divergence")
+    a, b = actions(fast_log), actions(runs["llm"] / "events" / f"{BOIL}.jsonl")
+    expected = next(k for k in range(max(len(a), len(b))) if a[k : k + 1] != b[k : k + 1]) + 1
+    assert marker.get_attribute("data-step") == str(expected)
+    row = driver.find_element(By.ID, f"cmp-step-{expected}")
+    assert "diverge" in row.get_attribute("class")
+    assert not driver.find_elements(By.CSS_SELECTOR, f"tr.diverge:not(#cmp-step-{expected})")
+
+    # run against run: the episode whose outcome differs
+    driver.get(server.url + "#/diff/0/1")
+    assert BOIL in wait_for(driver, "#diff tbody tr").text
+
+
+def test_memory_retrievals_show_their_records(
+    runs: dict[str, Path], server: ViewerServer, driver: Any
+) -> None:
+    """Task 4's episode retrieves from the warmed-up store: the records' tags and actions are shown."""
+    log = runs["fast"] / "events"
+    episode = next(p.stem for p in log.glob("04-*.jsonl"))
+    found = [e for e in events(log / f"{episode}.jsonl") if e["event"] == "memory_retrieval"]
+    first = next(e for e in found if e["ids"])
+    driver.get(server.url + f"#/run/0/episode/{episode}")
+    wait_for(driver, "details.ev-memory_retrieval")
+    shown = driver.find_elements(By.CSS_SELECTOR, "details.ev-memory_retrieval")
+    assert len(shown) == len(found)
+    retrieval = shown[found.index(first)]
+    click(driver, retrieval.find_element(By.TAG_NAME, "summary"))
+    with sqlite3.connect(runs["fast"] / "memory.sqlite") as db:
+        (data,) = db.execute("SELECT data FROM memories WHERE id = ?", (first["ids"][0],)).fetchone()
+    record = json.loads(data)
+    assert f"{record['tag']}/{record['subtag']}" in retrieval.text and record["action"] in retrieval.text
+
+
+@pytest.fixture(scope="module")
+def marked(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A copy of both runs with MARKUP in an observation, a model prompt and a memory record."""
+    root = tmp_path_factory.mktemp("marked")
+    out = {name: root / name for name in runs}
+    for name, path in runs.items():
+        shutil.copytree(path, out[name])
+    record_path = out["fast"] / "run.json"
+    record = json.loads(record_path.read_text())
+    record["store"]["location"] = str(out["fast"] / "memory.sqlite")
+    record_path.write_text(json.dumps(record))
+
+    def rewrite(path: Path, change: Any) -> None:
+        rows = events(path)
+        change(rows)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def observation(rows: list[dict[str, Any]]) -> None:
+        next(r for r in rows if r["event"] == "env_step")["observation"] = MARKUP
+
+    def prompt(rows: list[dict[str, Any]]) -> None:
+        call = next(r for r in rows if r["event"] == "model_call")
+        call["messages"][-1]["content"] = MARKUP + "\n" + call["messages"][-1]["content"]
+        call["completion"] = MARKUP
+
+    rewrite(out["fast"] / "events" / f"{BOIL}.jsonl", observation)
+    rewrite(out["llm"] / "events" / f"{BOIL}.jsonl", prompt)
+    episode = next(p for p in (out["fast"] / "events").glob("04-*.jsonl"))
+    first = next(e for e in events(episode) if e["event"] == "memory_retrieval" and e["ids"])
+    with sqlite3.connect(out["fast"] / "memory.sqlite") as db:
+        (data,) = db.execute("SELECT data FROM memories WHERE id = ?", (first["ids"][0],)).fetchone()
+        changed = json.loads(data)
+        changed["observation"] = MARKUP
+        db.execute("UPDATE memories SET data = ? WHERE id = ?", (json.dumps(changed), first["ids"][0]))
+    return out
+
+
+def _shown_as_text(driver: Any, url: str, css: str) -> None:
+    driver.get(url)
+    found = wait_for(driver, css)
+    for summary in driver.find_elements(By.CSS_SELECTOR, "details > summary"):
+        driver.execute_script("arguments[0].parentElement.open = true", summary)
+    assert MARKUP in driver.find_element(By.TAG_NAME, "body").text, css
+    assert driver.execute_script("return window.__pwned === undefined")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#app b, #app img, #app script")
+    assert found
+
+
+def test_markup_from_the_logs_is_shown_as_text(marked: dict[str, Path], driver: Any) -> None:
+    server = serve([marked["fast"], marked["llm"]])
+    try:
+        _shown_as_text(driver, server.url + f"#/run/0/episode/{BOIL}", "#step-1")
+        _shown_as_text(driver, server.url + f"#/run/1/episode/{BOIL}", "details.ev-model_call")
+        memory = next(p.stem for p in (marked["fast"] / "events").glob("04-*.jsonl"))
+        _shown_as_text(driver, server.url + f"#/run/0/episode/{memory}", "details.ev-memory_retrieval")
+    finally:
+        server.shutdown()
+    # the static page of `fastslow report` embeds the same texts: still text, and every episode shows
+    page = write_report([marked["fast"], marked["llm"]], marked["fast"].parent / "report")
+    html = page.read_text()
+    assert "<!--<script>" not in html and "</script><img" not in html
+    _shown_as_text(driver, page.as_uri() + f"#/run/1/episode/{BOIL}", "details.ev-model_call")
+    _shown_as_text(driver, page.as_uri() + f"#/run/0/episode/{BOIL}", "#step-1")
+    driver.get(page.as_uri() + "#/run/0/episodes")
+    assert len(wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep"))) == 2
