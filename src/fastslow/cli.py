@@ -205,10 +205,20 @@ def report(
     out: Annotated[Path | None, typer.Option("--out", help="Report directory (default: DIR/report).")] = None,
 ) -> None:
     """The paper's tables (markdown + CSV), figures, and an HTML report with a trajectory viewer."""
+    import csv
+
+    from rich.table import Table
+
     from fastslow.eval.report import write_report
 
     target = out or dirs[0] / "report"
     html_path = write_report(dirs, target)
+    with open(target / "main.csv", newline="", encoding="utf-8") as fh:
+        head, *rows = list(csv.reader(fh))
+    table = Table(*head, title="Main results (report.md has every table)")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
     console.print(f"report written to {target} (open {html_path})")
 
 
