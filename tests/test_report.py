@@ -36,6 +36,10 @@ def test_report_files(run_dir: Path, tmp_path: Path) -> None:
     md = (tmp_path / "report.md").read_text()
     assert "| oracle | 2 | 100.00 | - | 100.00 | - | 100.00% |" in md  # one episode per task: no interval
     assert "lifespan-longest-lived" in (tmp_path / "per_task.csv").read_text()
+    per_task = list(csv.reader((tmp_path / "per_task.csv").open()))
+    assert per_task[0][-3:] == ["oracle score", "oracle strict", "oracle n"] and per_task[1][-1] == "1"
+    runs = list(csv.reader((tmp_path / "runs.csv").open()))
+    assert runs[1][0] == "oracle" and runs[1][3:6] == ["-", "-", "none"]  # no store, no ranking, no warm-up
     assert html_path.read_text().count("<table") >= 6
 
 
@@ -109,8 +113,8 @@ def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> N
         ).stdout
     # The results tables are static HTML; the trajectory rows exist only if the viewer's script ran
     # (the page opens on the episode the URL names, as a link into the viewer would).
-    # main, tasks, groups, success, the paper's counters, mechanisms, usage
-    assert dom.count('<table class="results">') == 7
+    # runs, main, tasks, groups, success, the paper's counters, mechanisms, usage
+    assert dom.count('<table class="results">') == 8
     assert "find-non-living-thing" in dom or "lifespan-longest-lived" in dom
     assert dom.count('<tr class="step s-oracle"') >= 4
     assert 'class="src src-oracle"' in dom

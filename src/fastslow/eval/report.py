@@ -117,7 +117,7 @@ def main_table(runs: list[Run]) -> Table:
 
 
 def per_task_table(runs: list[Run]) -> Table:
-    head = ["task", "name", "group", *[f"{r.name} {c}" for r in runs for c in ("score", "strict")]]
+    head = ["task", "name", "group", *[f"{r.name} {c}" for r in runs for c in ("score", "strict", "n")]]
     rows = []
     for task in all_tasks():
         key = str(task.task_id)
@@ -126,8 +126,35 @@ def per_task_table(runs: list[Run]) -> Table:
         scores = []
         for r in runs:
             row = r.metrics.per_task.get(key)
-            scores += [_fmt(row.mean_score if row else None), _fmt(row.mean_score_strict if row else None)]
+            scores += [
+                _fmt(row.mean_score if row else None),
+                _fmt(row.mean_score_strict if row else None),
+                _fmt(row.episodes if row else 0),
+            ]
         rows.append([key, task.name, task.group, *scores])
+    return head, rows
+
+
+def runs_table(runs: list[Run]) -> Table:
+    """What each run is: config, episodes, the memory store and its ranking, the warm-up (``run.json``)."""
+    head = ["run", "directory", "episodes", "memory store", "ranking", "warm-up", "records after warm-up"]
+    rows = []
+    for r in runs:
+        record = read_run_record(r.path)
+        store = record.store if record is not None else None
+        start = record.starts[-1] if record is not None and record.starts else None
+        warmup = record.warmup if record is not None else None
+        rows.append(
+            [
+                r.name,
+                str(r.path),
+                _fmt(r.metrics.episodes),
+                f"{store.kind} {store.location}" + ("" if store.per_run else " (shared)") if store else "-",
+                (start.memory_ranking or "-") if start else "-",
+                f"played by {warmup.get('played_by', '?')}" if warmup else "none",
+                _fmt(start.store_records_after_warmup) if start else "-",
+            ]
+        )
     return head, rows
 
 
@@ -366,9 +393,16 @@ def run_warnings(run: Run) -> list[str]:
             f"{run.name}: {usage.model_call_errors} of {usage.model_calls} model calls failed "
             f"({roles}); those steps fell back to Swift or the baseline prompt"
         )
-    store_errors = run.metrics.mechanisms.memory.store_errors
-    if store_errors:
-        found.append(f"{run.name}: the AMM store failed {store_errors} times (memory_fallback store_error)")
+    memory = run.metrics.mechanisms.memory
+    if memory.store_errors:
+        found.append(
+            f"{run.name}: the AMM store failed {memory.store_errors} times (memory_fallback store_error)"
+        )
+    if memory.fallbacks_per_episode:
+        found.append(
+            f"{run.name}: AMM fell back to the baseline input {memory.fallbacks_per_episode:.2f} times per "
+            "episode (memory_fallback events: no records, over budget, ...)"
+        )
     if run.metrics.errors:
         found.append(f"{run.name}: {run.metrics.errors} episodes ended in an environment error")
     return found
@@ -426,6 +460,7 @@ def write_report(dirs: list[Path], out: Path) -> Path:
     except OSError as exc:
         raise UsageError(f"--out {out} cannot be created: {exc.strerror}") from exc
     tables = {
+        "runs": ("Runs: memory store and warm-up", runs_table(runs)),
         "main": ("Main results", main_table(runs)),
         "per_task": ("Scores by task", per_task_table(runs)),
         "groups": ("Short / Medium / Long", group_table(runs)),
