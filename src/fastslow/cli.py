@@ -215,9 +215,19 @@ def report(
     html_path = write_report(dirs, target)
     with open(target / "main.csv", newline="", encoding="utf-8") as fh:
         head, *rows = list(csv.reader(fh))
-    table = Table(*head, title="Main results (report.md has every table)")
+    col = {name: i for i, name in enumerate(head)}
+    table = Table("config", "episodes", "score, paper (95% CI)", "strict (95% CI)", "success", "-100")
+    table.title = "Main results (report.md has every table)"
     for row in rows:
-        table.add_row(*row)
+        ci, ci_strict = row[col["95% CI"]], row[col["95% CI (strict)"]]
+        table.add_row(
+            row[col["config"]],
+            row[col["episodes"]],
+            row[col["score (paper)"]] + (f" ({ci})" if ci != "-" else ""),
+            row[col["score (strict)"]] + (f" ({ci_strict})" if ci_strict != "-" else ""),
+            row[col["success"]],
+            row[col["-100 failures"]],
+        )
     console.print(table)
     console.print(f"report written to {target} (open {html_path})")
 

@@ -7,12 +7,14 @@ import random
 
 import pytest
 
-from fastslow.env.semantics import normalize
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import focus_contents_mismatch, normalize
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
-from reflection.helpers import State
+from fastslow.swift.policy import SafetyPolicy
+from reflection.helpers import State, play
 
 A, R, D = GateOutcome.ACCEPT, GateOutcome.REPAIR, GateOutcome.DROP
 
@@ -222,3 +224,41 @@ def test_normalize_helpers() -> None:
     assert apply_aliases("focus on salt water") == "focus on salt water"
     assert strip_qualifiers("focus on water in metal pot") == "focus on water"
     assert strip_qualifiers("move cup in inventory to sink in kitchen") == "move cup to sink"
+
+
+POT_OF_WATER = [
+    "teleport to kitchen",
+    "open cupboard",
+    "pick up metal pot",
+    "move metal pot to sink",
+    "activate sink",
+    "deactivate sink",
+    "pick up metal pot",
+]
+"""The water route of boil's training variations: a metal pot of water in the inventory."""
+
+
+def test_a_focus_on_contents_the_task_does_not_name_is_dropped(env: ScienceWorldAdapter) -> None:
+    """Boil, test variation 21 ("boil lead") on the water route of training: "focus on substance in
+    metal pot" would focus on the water (-100, as swift-amm-srm did on the 271 test episodes). Gate-1
+    and Swift's safety policy resolve the pot's contents and refuse; in a train variation that boils
+    water the same focus on the same state is let through, and so is "focus on lead" in the lead task."""
+    lead = play(env, 0, 21, POT_OF_WATER)
+    assert "lead" in lead.traj.task_description and "water" in lead.result.inventory
+    focus = "focus on substance in metal pot"
+    cur = lead.result
+    found = focus_contents_mismatch("substance in metal pot", cur.look, cur.inventory, cur.task_description)
+    assert found == "water"
+    decision = Gate1(GateConfig()).check(focus, cur, lead.traj)
+    assert (decision.accepted, decision.reason) == (False, "focus_not_allowed")
+    assert "holds water" in decision.detail
+    policy = SafetyPolicy()
+    rooms = {a[len("teleport to ") :] for a in cur.valid_actions if a.startswith("teleport to ")}
+    assert not policy.focus_allowed(focus, "boil", cur.task_description, rooms, cur)
+    assert policy.focus_allowed("focus on lead", "boil", cur.task_description, rooms, cur)
+
+    water = play(env, 0, 0, POT_OF_WATER)
+    assert "boil water" in water.traj.task_description
+    cur = water.result
+    assert Gate1(GateConfig()).check(focus, cur, water.traj).accepted
+    assert policy.focus_allowed(focus, "boil", cur.task_description, rooms, cur)

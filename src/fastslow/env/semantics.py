@@ -309,6 +309,27 @@ def resolve_focus_target(target: str, look: str, inventory: str = "") -> str:
     return head
 
 
+def focus_contents_mismatch(target: str, look: str, inventory: str, task_description: str) -> str | None:
+    """The contents a focus on a container's contents would land on, when the task does not name them.
+
+    "focus on substance in metal pot" focuses on whatever the pot holds (``resolve_focus_target``); in
+    "Your task is to boil lead" a pot holding water makes that a focus on the water, which fails the task
+    (-100). Returns the contents' name ("water") when none of its words occurs in the task description;
+    None when the target names an object itself, the contents are unknown, or the task names them. Gate-1
+    and Swift's safety policy both refuse such a focus."""
+    if focus_head(target) not in GENERIC_TARGETS:
+        return None
+    resolved = resolve_focus_target(target, look, inventory)
+    if resolved in GENERIC_TARGETS:
+        return None
+    named = set(_DESCRIPTION_WORD.findall(task_description.lower())) - DESCRIPTION_STOPWORDS
+    found = set(_DESCRIPTION_WORD.findall(resolved)) - DESCRIPTION_STOPWORDS
+    return None if found & named else resolved
+
+
+_DESCRIPTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:
     """Rooms the valid actions can teleport to (under "easy": every room)."""
     prefix = TELEPORT + " "

@@ -20,7 +20,14 @@ from rapidfuzz import fuzz, process
 
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import FOCUS, focus_head, normalize, places, verb_of_normalized
+from fastslow.env.semantics import (
+    FOCUS,
+    focus_contents_mismatch,
+    focus_head,
+    normalize,
+    places,
+    verb_of_normalized,
+)
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.focus import focus_limit_for, focus_target_allowed, focus_usage, focused_targets
@@ -267,6 +274,10 @@ class Gate1:
             raise _Drop("focus_not_allowed", f"'{target}' is a place, not an object")
         if not focus_target_allowed(traj.task_name, traj.task_description, target):
             raise _Drop("focus_not_allowed", f"'{target}' is not named in the task description")
+        cur = traj.current
+        contents = focus_contents_mismatch(target, cur.look, cur.inventory, traj.task_description)
+        if contents is not None:
+            raise _Drop("focus_not_allowed", f"'{target}' holds {contents}, which the task does not name")
 
 
 def _places(traj: Trajectory) -> set[str]:

@@ -10,7 +10,9 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
 - **Focus rule**: ``focus on X`` ends the episode with -100 when X is wrong, so Swift may focus only
   on an object whose words all appear in the task description or among the objects gold paths of
   this task focused on in training (only the former in tasks whose gold target is always named),
-  never on a room, never twice on the same thing, and never by answering an ambiguity prompt.
+  never on a room, never twice on the same thing, never by answering an ambiguity prompt, and never on
+  a container's contents the task does not name ("substance in metal pot" holding water when the task
+  boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fastslow.core.step import StepResult
+from fastslow.env.semantics import focus_contents_mismatch
 from fastslow.swift.features import FloatArray, arguments, words
 
 _EXEMPT_PREFIXES = ("wait",)
@@ -46,10 +49,21 @@ class SafetyPolicy:
         self._recent.clear()
         self._focused.clear()
 
-    def focus_allowed(self, action: str, task_name: str, task_description: str, rooms: set[str]) -> bool:
+    def focus_allowed(
+        self,
+        action: str,
+        task_name: str,
+        task_description: str,
+        rooms: set[str],
+        current: StepResult | None = None,
+    ) -> bool:
         target = action[len("focus on ") :]
         if target in self._focused:
             return False
+        if current is not None and focus_contents_mismatch(
+            target, current.look, current.inventory, task_description
+        ):
+            return False  # "substance in metal pot" holding water, in a task about lead
         base = (arguments(action) or [target])[0]
         if base in rooms or target in rooms:
             return False
@@ -83,7 +97,7 @@ class SafetyPolicy:
                 or (
                     self.focus_rule
                     and action.startswith("focus on")
-                    and not self.focus_allowed(action, task_name, current.task_description, rooms)
+                    and not self.focus_allowed(action, task_name, current.task_description, rooms, current)
                 )
             ):
                 out[i] = -np.inf
