@@ -9,6 +9,7 @@ step is their gate-drop loop)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from controller.helpers import Run, ScriptedSwift, sage_replies
 from fastslow.controller.authors import AuthorsArbiter
@@ -23,6 +24,9 @@ Play = Callable[..., Run]
 # authors' failure message. Sage's plans and the steps before a Sage call use actions the authors'
 # FUNC grammar writes ("inventory" has no FUNC form: their Sage prompt fails on it).
 LOOK, INV, PIC = "look around", "inventory", "look at picture"
+
+AUTHORS = str(Path(__file__).parent / "data" / "srm-authors.yaml")
+"""srm.yaml with the authors' Critic charging (the embedded srm.yaml charges every call)."""
 
 
 def critic_of(run: Run) -> Critic:
@@ -52,7 +56,7 @@ def test_a_report_while_the_buffer_holds_actions_waits_and_is_answered_when_it_r
         swift,
         plan,
         critic=["Diagnosis: looping.\nActions:\n1) inventory\n2) wait1"],
-        config_name="srm",
+        config_name=AUTHORS,
         step_limit=9,
     )
     assert [(s.action, s.source) for s in run.steps[4:7]] == [
@@ -72,7 +76,7 @@ def test_a_waiting_report_goes_stale_after_two_of_the_authors_steps(play_modules
     authors' steps after the report, and the report is dropped unanswered."""
     swift = swift_then_invalid([LOOK, PIC, LOOK, PIC])
     plan = sage_replies("1. look around\n2. look around\n3. wait\n4. look at picture")
-    run = play_modules(swift, plan, critic=["Actions:\n1) inventory"], config_name="srm", step_limit=8)
+    run = play_modules(swift, plan, critic=["Actions:\n1) inventory"], config_name=AUTHORS, step_limit=8)
     assert [s.source for s in run.steps[4:8]] == ["sage"] * 4
     assert any(r.step == 6 for r in run.of("stagnation_report"))
     assert calls(run) == [] and critic_of(run).waiting is None
@@ -83,7 +87,7 @@ def test_a_reward_cancels_a_waiting_report(play_modules: Play) -> None:
     the stagnation the report described is over, so the Critic is not called."""
     swift = swift_then_invalid([LOOK, PIC, LOOK, PIC])
     plan = sage_replies("1. look around\n2. look around\n3. go to kitchen")
-    run = play_modules(swift, plan, critic=["Actions:\n1) inventory"], config_name="srm", step_limit=7)
+    run = play_modules(swift, plan, critic=["Actions:\n1) inventory"], config_name=AUTHORS, step_limit=7)
     assert (run.steps[6].action, run.steps[6].reward) == ("go to kitchen", 4)
     assert any(r.step == 6 for r in run.of("stagnation_report"))
     assert calls(run) == [] and critic_of(run).waiting is None
@@ -99,7 +103,7 @@ def test_with_report_timing_the_critic_answer_replaces_the_buffer(play_modules: 
         plan,
         critic=["Actions:\n1) wait1"],
         overrides=["critic.timing=report"],
-        config_name="srm",
+        config_name=AUTHORS,
         step_limit=7,
     )
     assert calls(run) == [(6, True, None, False)]
@@ -130,7 +134,7 @@ def test_only_injected_answers_cost_budget_and_the_same_answer_in_the_same_state
         ScriptedSwift(script),
         critic=critic,
         overrides=["controller.sage_enabled=false"],
-        config_name="srm",
+        config_name=AUTHORS,
         step_limit=17,
     )
     actions = [s.action for s in run.steps]
@@ -156,7 +160,7 @@ def test_a_gate_drop_of_swift_is_a_failure_message_and_forces_sage_next_iteratio
     lists the failure."""
     script = ["teleport to kitchen", "pick up thermometer", "focus on thermometer", "focus on thermometer"]
     run = play_modules(
-        ScriptedSwift(script), sage_replies("1. look around"), config_name="srm", task=20, step_limit=4
+        ScriptedSwift(script), sage_replies("1. look around"), config_name=AUTHORS, task=20, step_limit=4
     )
     assert [s.action for s in run.steps[:3]] == script[:3]
     drop = [g for g in run.of("gate_decision") if g.step == 3 and g.source == "swift"]
@@ -183,7 +187,7 @@ def test_a_second_drop_in_one_step_is_the_gate_drop_loop(play_modules: Play) -> 
     swift = ScriptedSwift(
         lambda traj: [script[len(traj.turns)]] if len(traj.turns) < 6 else ["focus on thermometer"]
     )
-    run = play_modules(swift, sage_replies("1. look around"), config_name="srm", task=20, step_limit=7)
+    run = play_modules(swift, sage_replies("1. look around"), config_name=AUTHORS, task=20, step_limit=7)
     assert any(c.step == 6 and c.reason.startswith("LoopGuard") for c in run.of("buffer_clear"))
     drops = [
         g for g in run.of("gate_decision") if g.step == 6 and g.source == "swift" and g.outcome == "drop"
@@ -199,7 +203,7 @@ def test_the_gate_drop_counters_and_the_loop_break_fallback(play_modules: Play) 
     """The arbiter's side of a drop: a failure message, no arbitration rule for the iteration, the
     step's second drop forcing Sage once (past the consecutive-call limit) when it has not run for the
     step, else the loop-break fallback: the first of look around / inventory / wait that passes."""
-    run = play_modules(ScriptedSwift([LOOK]), config_name="srm", step_limit=1)
+    run = play_modules(ScriptedSwift([LOOK]), config_name=AUTHORS, step_limit=1)
     agent, traj = run.agent, run.agent.traj
     assert traj is not None
     arbiter = AuthorsArbiter(EscalationConfig())
@@ -233,7 +237,7 @@ def test_the_loop_guard_of_the_same_step_clears_what_the_critic_injected(play_mo
     """Swift repeats "inventory": the LoopGuard fires at every step from the third, and at step 6 the
     detector reports on an empty buffer. The authors' Critic answers first and is charged; their
     LoopGuard, later in the same step, clears the buffer it filled."""
-    run = play_modules(ScriptedSwift([INV]), critic=["Actions:\n1) wait1"], config_name="srm", step_limit=7)
+    run = play_modules(ScriptedSwift([INV]), critic=["Actions:\n1) wait1"], config_name=AUTHORS, step_limit=7)
     assert calls(run) == [(6, True, None, False)]
     clear = [c for c in run.of("buffer_clear") if c.step == 6 and c.dropped]
     assert len(clear) == 1 and clear[0].reason.startswith("LoopGuard") and clear[0].dropped == ["wait1"]
