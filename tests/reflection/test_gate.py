@@ -8,7 +8,7 @@ import random
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import focus_contents_mismatch, normalize
+from fastslow.env.semantics import focus_contents_mismatch, life_stage, life_stage_violation, normalize
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
@@ -262,3 +262,51 @@ def test_a_focus_on_contents_the_task_does_not_name_is_dropped(env: ScienceWorld
     cur = water.result
     assert Gate1(GateConfig()).check(focus, cur, water.traj).accepted
     assert policy.focus_allowed(focus, "boil", cur.task_description, rooms, cur)
+
+
+def test_life_stages_go_from_earliest_to_latest(env: ScienceWorldAdapter) -> None:
+    """identify-life-stages-1, train variation 0 (the 4 stages of the turtle), outside at the start,
+    where only eggs lie: the turtle's egg is the one focus Gate-1 and Swift's safety policy allow (not
+    another organism's egg) and the policy's judgement proposes it; the adult comes last and only last.
+    identify-life-stages-2 (the apple plant), outside: its pots name no stage in the valid actions, so
+    the stage is read from the look (pot 6 holds the seedling): the seed first, then the seedling, then
+    the adult tree, skipping none."""
+    state = play(env, 12, 0, ["teleport to outside"])
+    cur, traj = state.result, state.traj
+    description = cur.task_description
+    valid = [a for a in cur.valid_actions if a.startswith("focus on ")]
+    assert "focus on egg turtle" in valid and "focus on egg parrot" in valid
+    gate = Gate1(GateConfig())
+    assert gate.check("focus on egg turtle", cur, traj).accepted
+    decision = gate.check("focus on egg parrot", cur, traj)
+    assert (decision.accepted, decision.reason) == (False, "focus_not_allowed")
+    assert life_stage_violation("egg parrot", cur.valid_actions, [], description) == "it is not a turtle"
+    # Swift's policy learns the organisms its training variations focused on: the rule still refuses one
+    policy = SafetyPolicy(focus_words={traj.task_name: {"egg", "parrot"}})
+    rooms = {a[len("teleport to ") :] for a in cur.valid_actions if a.startswith("teleport to ")}
+    assert not policy.focus_allowed("focus on egg parrot", traj.task_name, description, rooms, cur)
+    assert policy.focus_allowed(
+        "focus on egg parrot", traj.task_name, description, rooms
+    )  # no state: no rule
+    assert policy.judgement(cur, traj.task_name) == "focus on egg turtle"
+    assert (
+        life_stage_violation("adult turtle", cur.valid_actions, [], description)
+        == "the adult stage comes last"
+    )
+    done = ["egg turtle", "hatchling turtle", "juvenile turtle"]
+    assert life_stage_violation("adult turtle", cur.valid_actions, done, description) is None
+    assert life_stage_violation("juvenile turtle", cur.valid_actions, done[:2], description) is None
+    assert life_stage_violation("hatchling turtle", cur.valid_actions, done, description) is not None
+
+    apple = play(env, 13, 0, ["teleport to outside"])
+    look = env.step("look around").observation
+    assert "self watering flower pot 6 (containing a apple tree in the seedling stage" in look
+    plants, description = apple.result, apple.result.task_description
+    seedling = "apple tree in self watering flower pot 6"
+    assert life_stage(seedling, look) == 1 and life_stage("apple seed") == 0
+    assert life_stage_violation("apple seed", plants.valid_actions, [], description, look) is None
+    assert life_stage_violation(seedling, plants.valid_actions, [], description, look) is not None
+    assert life_stage_violation(seedling, plants.valid_actions, ["apple seed"], description, look) is None
+    assert life_stage_violation("adult apple tree", plants.valid_actions, ["apple seed"], description, look)
+    two = ["apple seed", seedling]
+    assert life_stage_violation("adult apple tree", plants.valid_actions, two, description, look) is None

@@ -186,6 +186,11 @@ class PolicyHook(LoopHook):
         # A stable sort keeps Swift's own order among equal scores.
         order = sorted(range(len(cands)), key=lambda i: -float(scores[i]))
         kept = tuple(Ranked(cands[i].action, float(scores[i])) for i in order if np.isfinite(scores[i]))
+        decided = self.policy.judgement(turn.result, turn.traj.task_name)
+        if decided is not None:
+            # A judgement rule outranks the imitation scores (its action may lie outside Swift's pool).
+            top = max((r.score for r in kept), default=0.0) + 1.0
+            kept = (Ranked(decided, top), *(r for r in kept if r.action != decided))
         return Proposal(kept, proposal.confidence), ""
 
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate:

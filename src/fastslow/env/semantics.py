@@ -292,21 +292,28 @@ def resolve_focus_target(target: str, look: str, inventory: str = "") -> str:
     head = focus_head(target)
     if head not in GENERIC_TARGETS:
         return head
+    items = container_items(target, f"{look}\n{inventory}")
+    if items is None or len(items) != 1 or items[0] == "nothing":
+        return head
+    return items[0].removeprefix("substance called ")
+
+
+def container_items(target: str, text: str) -> list[str] | None:
+    """What the container a target names holds ("apple tree in self watering flower pot 6" -> the items
+    of "a self watering flower pot 6 (containing a apple tree in the seedling stage, soil)" in ``text``,
+    a look or inventory, normalized); None when the target names no container or ``text`` lists none."""
+    head = focus_head(target)
     rest = normalize(target)[len(head) :]
     container = ""
     for marker in (" in ", " on "):
         if rest.startswith(marker):
             container = rest[len(marker) :].split(" in ", 1)[0].split(" on ", 1)[0]
     if not container:
-        return head
-    for match in _CONTAINS.finditer(f"{look}\n{inventory}"):
-        if normalize(match.group(1)) != container:
-            continue
-        items = [normalize(i) for i in match.group(2).split(",") if i.strip()]
-        if len(items) != 1 or items[0] == "nothing":
-            return head
-        return items[0].removeprefix("substance called ")
-    return head
+        return None
+    for match in _CONTAINS.finditer(text):
+        if normalize(match.group(1)) == container:
+            return [normalize(i) for i in match.group(2).split(",") if i.strip()]
+    return None
 
 
 def focus_contents_mismatch(target: str, look: str, inventory: str, task_description: str) -> str | None:
@@ -328,6 +335,108 @@ def focus_contents_mismatch(target: str, look: str, inventory: str, task_descrip
 
 
 _DESCRIPTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+LIFE_STAGE_TASKS = frozenset({"identify-life-stages-1", "identify-life-stages-2"})
+"""Tasks that ask for foci on an organism's life stages, from earliest to latest."""
+
+LIFE_STAGES: dict[str, int] = {
+    "egg": 0,
+    "seed": 0,
+    "baby": 1,
+    "hatchling": 1,
+    "tadpole": 1,
+    "larva": 1,
+    "caterpillar": 1,
+    "seedling": 1,
+    "juvenile": 2,
+    "pupa": 2,
+    "chrysalis": 2,
+    "cocoon": 2,
+    "adult": 3,
+    "reproducing": 4,
+}
+"""Rank of each stage word ScienceWorld's organisms use, earliest first. Every organism's own sequence
+is increasing in it: turtle egg 0, hatchling 1, juvenile 2, adult 3; wolf baby 1, juvenile 2, adult 3;
+toad egg 0, tadpole 1, adult 3; moth egg 0, larva 1, pupa 2, adult 3; a plant's seed 0, seedling 1,
+adult 3, reproducing 4 ("apple tree in the seedling stage")."""
+
+_N_STAGES = re.compile(r"the (\d+) life stages")
+_LIFE_OF = re.compile(r"life stages of (?:the |a |an )?([a-z][a-z -]*?)(?:,| starting|\.|$)")
+
+
+def life_stage(target: str, look: str = "") -> int | None:
+    """The stage rank (``LIFE_STAGES``) a focus target names: "egg turtle in outside" -> 0, "apple tree in
+    the adult stage in self watering flower pot 6" -> 3; a target naming a pot but no stage takes the
+    stage of what the pot holds in ``look`` ("apple tree in self watering flower pot 6", the pot
+    "containing a apple tree in the seedling stage" -> 1). None when no stage is named."""
+    ranks = [LIFE_STAGES[w] for w in normalize(target).split() if w in LIFE_STAGES]
+    if not ranks and look:
+        head = focus_head(target)
+        for item in container_items(target, look) or []:
+            if item.startswith(head):
+                ranks = [LIFE_STAGES[w] for w in item.split() if w in LIFE_STAGES]
+    return max(ranks) if ranks else None
+
+
+def life_stage_violation(
+    target: str, valid_actions: Sequence[str], focused: Sequence[str], task_description: str, look: str = ""
+) -> str | None:
+    """Why focusing on ``target`` now breaks a life-stages task's order, else None.
+
+    The judgement training cannot imitate for unseen organisms: a focus must name a stage, come after
+    every stage focused on so far (``focused``: targets of the confirmed foci), be the task's organism
+    ("life stages of the common toad": it shares a word with it, or is a plant's generic "plant"), and
+    no valid focus on the same organism may name a stage between the two (that one comes first). A
+    plant's stages are always all four, so its next one is the only one allowed; an animal's adult stage
+    is its last, so it is allowed as the task's last focus ("the 4 life stages") and only then."""
+    rank = life_stage(target, look)
+    if rank is None:
+        return "it names no life stage"
+    match = _LIFE_OF.search(" ".join(task_description.lower().split()))
+    subject = match.group(1).split() if match else []
+    organism = set(subject) - {"plant"}
+    plant = "plant" in subject
+    if plant:
+        # A plant's four stages are always there (seed, seedling, adult, reproducing): none is skipped.
+        # Its foci name pots whose plants grow, so the stages done are counted, not read again.
+        last = PLANT_STAGES[min(len(focused), len(PLANT_STAGES)) - 1] if focused else -1
+    else:
+        last = max((r for r in (life_stage(t) for t in focused) if r is not None), default=-1)
+    if rank <= last:
+        return "an equal or later stage has been focused on already"
+
+    def same_organism(text: str) -> bool:
+        words = set(normalize(text).split())
+        return not organism or bool(words & organism) or normalize(text).startswith("plant ")
+
+    if not same_organism(target):
+        return f"it is not a {' '.join(sorted(organism))}"
+    if plant:
+        following = min((r for r in PLANT_STAGES if r > last), default=None)
+        if rank != following:
+            return "a plant goes seed, seedling, adult, reproducing"
+    else:
+        # An animal's last stage is its adult one, and the task says how many stages it has: the adult
+        # comes last, and only last (a frog's egg hatches into a tadpole later: the adult is no shortcut).
+        count = _N_STAGES.search(task_description.lower())
+        if count is not None:
+            final = len(focused) + 1 == int(count.group(1))
+            if final != (rank == LIFE_STAGES["adult"]):
+                return "the adult is the last stage" if final else "the adult stage comes last"
+    prefix = FOCUS + " "
+    for action in valid_actions:
+        if not action.startswith(prefix):
+            continue
+        other = action[len(prefix) :]
+        between = life_stage(other, look)
+        if between is not None and last < between < rank and same_organism(other):
+            return f"'{other}' is an earlier stage"
+    return None
+
+
+PLANT_STAGES = (0, 1, 3, 4)
+"""The stage ranks of ScienceWorld's plants, in order (identify-life-stages-2's gold paths)."""
 
 
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:

@@ -22,8 +22,12 @@ from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import (
     FOCUS,
+    LIFE_STAGE_TASKS,
+    focus_confirmed,
     focus_contents_mismatch,
     focus_head,
+    focus_target,
+    life_stage_violation,
     normalize,
     places,
     verb_of_normalized,
@@ -278,6 +282,15 @@ class Gate1:
         contents = focus_contents_mismatch(target, cur.look, cur.inventory, traj.task_description)
         if contents is not None:
             raise _Drop("focus_not_allowed", f"'{target}' holds {contents}, which the task does not name")
+        if traj.task_name in LIFE_STAGE_TASKS:
+            focused = [
+                t
+                for turn in traj.turns
+                if (t := focus_target(turn.action)) and focus_confirmed(turn.observation)
+            ]
+            why = life_stage_violation(target, cur.valid_actions, focused, traj.task_description, cur.look)
+            if why is not None:
+                raise _Drop("focus_not_allowed", f"life stages go from earliest to latest: {why}")
 
 
 def _places(traj: Trajectory) -> set[str]:

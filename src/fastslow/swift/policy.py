@@ -12,7 +12,8 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   this task focused on in training (only the former in tasks whose gold target is always named),
   never on a room, never twice on the same thing, never by answering an ambiguity prompt, and never on
   a container's contents the task does not name ("substance in metal pot" holding water when the task
-  boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too).
+  boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too), and in the
+  life-stages tasks only on the earliest stage left (``env.semantics.life_stage_violation``, Gate-1 too).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import focus_contents_mismatch
+from fastslow.env.semantics import (
+    LIFE_STAGE_TASKS,
+    focus_contents_mismatch,
+    life_stage,
+    life_stage_violation,
+)
 from fastslow.swift.features import FloatArray, arguments, words
 
 _EXEMPT_PREFIXES = ("wait",)
@@ -64,6 +70,10 @@ class SafetyPolicy:
             target, current.look, current.inventory, task_description
         ):
             return False  # "substance in metal pot" holding water, in a task about lead
+        if current is not None and task_name in LIFE_STAGE_TASKS:
+            focused = sorted(self._focused)
+            if life_stage_violation(target, current.valid_actions, focused, task_description, current.look):
+                return False  # earliest to latest: no "focus on adult turtle" while the egg is there
         base = (arguments(action) or [target])[0]
         if base in rooms or target in rooms:
             return False
@@ -71,6 +81,25 @@ class SafetyPolicy:
         allowed = set(words(task_description)) | (set() if NAMED_ONLY in learnt else learnt)
         needed = words(base)
         return bool(needed) and all(w in allowed for w in needed)
+
+    def judgement(self, current: StepResult, task_name: str) -> str | None:
+        """A step training cannot imitate for unseen objects, decided by rule: in the life-stages tasks,
+        the focus on the earliest stage left of the task's organism when it is valid now (the lowest
+        stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does). None otherwise."""
+        if not self.focus_rule or task_name not in LIFE_STAGE_TASKS:
+            return None
+        rooms = {a[len("teleport to ") :] for a in current.valid_actions if a.startswith("teleport to ")}
+        allowed = [
+            a
+            for a in current.valid_actions
+            if a.startswith("focus on ")
+            and self.focus_allowed(a, task_name, current.task_description, rooms, current)
+        ]
+        return min(
+            allowed,
+            key=lambda a: (life_stage(a[len("focus on ") :], current.look) or 0, len(a)),
+            default=None,
+        )
 
     def adjust(
         self,
