@@ -211,76 +211,56 @@ def render_critic_prompt(
     cur = traj.current
     if all_actions:
         listed = critic_action_list(traj)
-        constraints = authors_constraints(report, traj, focus_budget)
+        prompt = _Prompt(report, traj, memories, max_actions, authors_constraints(report, traj, focus_budget))
         if budget_tokens:
-            return _fit_actions(
-                listed,
-                budget_tokens,
-                report=report,
-                traj=traj,
-                memories=memories,
-                history=history,
-                max_actions=max_actions,
-                constraints=constraints,
-            )
-    else:
-        rooms = _rooms(traj)
-        focus = [
-            a
-            for a in cur.valid_actions
-            if (target := focus_target(a)) is not None
-            and target not in rooms
-            and focus_target_allowed(traj.task_name, traj.task_description, target)
-        ]
-        listed = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
-        listed += [a for a in unvisited_rooms(traj) if a not in listed]
-        listed = listed[:_VALID_SAMPLE]
-        constraints = report.constraints
-    return _render(report, traj, memories, history, max_actions, constraints, listed, all_actions)
+            return _fit_actions(prompt, listed, budget_tokens, history)
+        return prompt.render(listed, True, history)
+    rooms = _rooms(traj)
+    focus = [
+        a
+        for a in cur.valid_actions
+        if (target := focus_target(a)) is not None
+        and target not in rooms
+        and focus_target_allowed(traj.task_name, traj.task_description, target)
+    ]
+    listed = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
+    listed += [a for a in unvisited_rooms(traj) if a not in listed]
+    prompt = _Prompt(report, traj, memories, max_actions, report.constraints)
+    return prompt.render(listed[:_VALID_SAMPLE], False, history)
 
 
-def _render(
-    report: StagnationReport,
-    traj: Trajectory,
-    memories: Sequence[str],
-    history: int,
-    max_actions: int,
-    constraints: Sequence[str],
-    listed: Sequence[str],
-    all_actions: bool,
-    of_total: int = 0,
-) -> str:
-    cur = traj.current
-    # The Critic's prompt keeps its final newline, as it was written and measured.
-    return prompt_template("critic.j2", keep_trailing_newline=True).render(
-        task=traj.task_description.strip(),
-        room=traj.room,
-        look=cur.look.strip(),
-        inventory=cur.inventory.strip(),
-        score=cur.score,
-        step=cur.steps,
-        turns=traj.recent(history),
-        report=report,
-        constraints=constraints,
-        memories=list(memories),
-        valid_sample=listed,
-        all_actions=all_actions,
-        of_total=of_total,
-        max_actions=max_actions,
-    )
+@dataclass(frozen=True)
+class _Prompt:
+    """The parts of a Critic prompt that do not change while its action list is cut to a budget."""
+
+    report: StagnationReport
+    traj: Trajectory
+    memories: Sequence[str]
+    max_actions: int
+    constraints: Sequence[str]
+
+    def render(self, listed: Sequence[str], all_actions: bool, history: int, of_total: int = 0) -> str:
+        cur = self.traj.current
+        # The Critic's prompt keeps its final newline, as it was written and measured.
+        return prompt_template("critic.j2", keep_trailing_newline=True).render(
+            task=self.traj.task_description.strip(),
+            room=self.traj.room,
+            look=cur.look.strip(),
+            inventory=cur.inventory.strip(),
+            score=cur.score,
+            step=cur.steps,
+            turns=self.traj.recent(history),
+            report=self.report,
+            constraints=self.constraints,
+            memories=list(self.memories),
+            valid_sample=listed,
+            all_actions=all_actions,
+            of_total=of_total,
+            max_actions=self.max_actions,
+        )
 
 
-def _fit_actions(
-    listed: list[str],
-    budget_tokens: int,
-    *,
-    report: StagnationReport,
-    traj: Trajectory,
-    memories: Sequence[str],
-    history: int,
-    max_actions: int,
-    constraints: Sequence[str],
-) -> str:
+def _fit_actions(prompt: _Prompt, listed: list[str], budget_tokens: int, history: int) -> str:
     """The authors' prompt with its action list cut to fit ``budget_tokens`` (estimated): the whole list
     when it fits; else the task-relevant actions first (``relevant_actions``), then unvisited rooms, then
     the rest in the list's order, as many as fit (at least ``_MIN_LISTED``), shown sorted as the authors'
@@ -289,11 +269,12 @@ def _fit_actions(
 
     def render(actions: Sequence[str], turns: int) -> str:
         total = len(listed) if len(actions) < len(listed) else 0
-        return _render(report, traj, memories, turns, max_actions, constraints, sorted(actions), True, total)
+        return prompt.render(sorted(actions), True, turns, total)
 
     full = render(listed, history)
     if estimate_tokens(full) <= budget_tokens:
         return full
+    traj = prompt.traj
     allowed = set(listed)
     first = [a for a in relevant_actions(traj, len(listed)) if a in allowed]
     first += [a for a in unvisited_rooms(traj) if a in allowed]
