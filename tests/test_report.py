@@ -118,3 +118,24 @@ def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> N
     assert "find-non-living-thing" in dom or "lifespan-longest-lived" in dom
     assert dom.count('<tr class="step s-oracle"') >= 4
     assert 'class="src src-oracle"' in dom
+
+
+def test_view_cli_rejects_unfinished_dir_and_a_busy_port(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fastslow view` on a directory that is not a finished run, or on a port in use: one line, exit 2."""
+    import socket
+
+    with pytest.raises(SystemExit) as exc:
+        main(["view", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "not a finished run" in capsys.readouterr().err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(SystemExit) as exc:
+            main(["view", str(run_dir), "--port", str(port)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--port {port}" in err and len(err.strip().splitlines()) == 1
