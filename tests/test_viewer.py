@@ -1,12 +1,13 @@
 """`fastslow view` driven in real headless Chromium over real runs made here (issue #17's browser test).
 
-Two runs of the same boil episode (test variation 21): the fast pathway's swift-amm-srm (Gate-1, and
-AMM with a store warmed up on task 4's warm-up episodes; it ends at -100 at step 10) and +SRM with the
-embedded SmolLM2 as Sage and Critic (its replies capped at 16 tokens to keep the test short; the model
-calls are real). The test filters to the -100 episode, opens it, expands a Gate-1 event, opens a model
-call of the LLM run, and compares the episode across the runs: the first-divergence marker must sit on
-the first step whose actions differ in the two logs. A copy of the runs with markup written into an
-observation, a prompt and a memory record checks that every text is shown as text.
+Two runs: the fast pathway's swift-amm-srm (Gate-1, and AMM with a store warmed up on task 4's warm-up
+episodes) on the first test variation of boil and of task 4 and on two episodes it ends at -100, and +SRM
+with the embedded SmolLM2 as Sage and Critic (its replies capped at 16 tokens to keep the test short; the
+model calls are real) on the same boil episode. The test filters to the -100 episodes, opens one, expands
+a Gate-1 event, opens a model call of the LLM run, and compares the boil episode across the runs: the
+first-divergence marker must sit on the first step whose actions differ in the two logs. A copy of the
+runs with markup written into an observation, a prompt and a memory record checks that every text is
+shown as text.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from fastslow.config import load_config
 from fastslow.env.episodes import select_episodes
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import write_report
-from fastslow.view.browser import click, wait_for, wait_until
+from fastslow.eval.viewer import outcome as episode_outcome
+from fastslow.view.browser import click, open_view, wait_for, wait_until
 from fastslow.view.server import ViewerServer, serve
 
 selenium = pytest.importorskip("selenium", reason="selenium is in the dev extra")
@@ -35,6 +37,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
 BOIL = "00-0021"
+FAILING = select_episodes("test", tasks="21,23", variations="228,90")
+"""Test episodes swift-amm-srm ends at -100 within 8 steps (a melting point read wrong, a wrong plant)."""
 SMALL_LLM = [
     "controller.sage.plan_max_tokens=16",
     "controller.sage.ground_max_tokens=16",
@@ -52,7 +56,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     fast = root / "fast"
     evaluate(
         load_config("swift-amm-srm"),
-        select_episodes("test", tasks="0,4", limit_per_task=1),
+        [*select_episodes("test", tasks="0,4", limit_per_task=1), *FAILING],
         fast,
         warmup=True,
         warmup_episodes=select_episodes("warmup", tasks="4"),
@@ -88,13 +92,12 @@ def actions(path: Path) -> list[str]:
 
 def test_filter_open_expand_and_compare(runs: dict[str, Path], server: ViewerServer, driver: Any) -> None:
     fast_log = runs["fast"] / "events" / f"{BOIL}.jsonl"
-    assert events(fast_log)[-1]["final_score"] == -100
-    driver.get(server.url)
+    open_view(driver, server.url + "#/")
     wait_for(driver, "#run-1")
     assert "memory store: sqlite" in driver.find_element(By.ID, "run-0").text
 
     # the episode list of the fast run, filtered to -100 episodes
-    driver.get(server.url + "#/run/0/episodes")
+    open_view(driver, server.url + "#/run/0/episodes")
     Select(wait_for(driver, "#f-outcome")).select_by_value("failure")
     logs = sorted((runs["fast"] / "events").glob("*.jsonl"))
     failed = [p.stem for p in logs if events(p)[-1]["final_score"] == -100]
@@ -102,14 +105,16 @@ def test_filter_open_expand_and_compare(runs: dict[str, Path], server: ViewerSer
     wait_until(lambda: shown in driver.find_element(By.ID, "count").text, what="the filtered list")
     assert "outcome=failure" in driver.current_url  # a filtered list is a link of its own
     rows = driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep")
-    assert [r.get_attribute("data-id") for r in rows] == failed and BOIL in failed
+    assert failed and [r.get_attribute("data-id") for r in rows] == failed
     assert all("-100" in r.text for r in rows)
-    click(driver, next(r for r in rows if r.get_attribute("data-id") == BOIL))
+    click(driver, rows[0])
 
     # the episode: jump to the -100, expand a Gate-1 event
     wait_for(driver, "#timeline tr.step")
+    last = [e for e in events(runs["fast"] / "events" / f"{failed[0]}.jsonl") if e["event"] == "env_step"][-1]
+    assert last["score"] == -100
     click(driver, driver.find_element(By.ID, "jump-failure"))
-    assert "target" in driver.find_element(By.ID, "step-10").get_attribute("class")
+    assert "target" in driver.find_element(By.ID, f"step-{last['step']}").get_attribute("class")
     gate = driver.find_element(By.CSS_SELECTOR, "details.ev-gate_decision")
     click(driver, gate.find_element(By.TAG_NAME, "summary"))
     assert gate.get_attribute("open") is not None and "rule:" in gate.text
@@ -118,7 +123,7 @@ def test_filter_open_expand_and_compare(runs: dict[str, Path], server: ViewerSer
     # a model call of the LLM run, prompt and completion as logged
     calls = [e for e in events(runs["llm"] / "events" / f"{BOIL}.jsonl") if e["event"] == "model_call"]
     assert calls and all(c["error"] is None for c in calls)
-    driver.get(server.url + f"#/run/1/episode/{BOIL}")
+    open_view(driver, server.url + f"#/run/1/episode/{BOIL}")
     call = wait_for(driver, "details.ev-model_call")
     click(driver, call.find_element(By.TAG_NAME, "summary"))
     prompt = call.find_elements(By.CSS_SELECTOR, "pre.prompt")[-1].text
@@ -127,8 +132,8 @@ def test_filter_open_expand_and_compare(runs: dict[str, Path], server: ViewerSer
     assert completion.split() == calls[0]["completion"].split()
 
     # the same episode in both runs: the first divergence is the first step whose actions differ
-    driver.get(server.url + f"#/run/0/episode/{BOIL}")
-    click(driver, wait_for(driver, "a.cmp-link"))
+    open_view(driver, server.url + f"#/run/0/episode/{BOIL}")
+    click(driver, wait_for(driver, 'a.cmp-link[href*="runs=0,1"]'))
     marker = wait_for(driver, "#first-divergence")
     a, b = actions(fast_log), actions(runs["llm"] / "events" / f"{BOIL}.jsonl")
     expected = next(k for k in range(max(len(a), len(b))) if a[k : k + 1] != b[k : k + 1]) + 1
@@ -137,9 +142,21 @@ def test_filter_open_expand_and_compare(runs: dict[str, Path], server: ViewerSer
     assert "diverge" in row.get_attribute("class")
     assert not driver.find_elements(By.CSS_SELECTOR, f"tr.diverge:not(#cmp-step-{expected})")
 
-    # run against run: the episode whose outcome differs
-    driver.get(server.url + "#/diff/0/1")
-    assert BOIL in wait_for(driver, "#diff tbody tr").text
+    # run against run: the shared episodes whose outcome or score differs, as the logs say
+    open_view(driver, server.url + "#/diff/0/1")
+    shared = [p.stem for p in (runs["llm"] / "events").glob("*.jsonl")]
+    differ = [e for e in shared if outcome(runs["fast"], e) != outcome(runs["llm"], e)]
+    count = wait_for(driver, "#diff-count").text
+    assert count.startswith(f"{len(differ)} of {len(shared)} shared episodes differ")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#diff tbody tr")) == len(differ)
+
+
+def outcome(run: Path, episode: str) -> tuple[str, int]:
+    """An episode's outcome (the list's filter value) and its score in the paper's convention."""
+    rows = events(run / "events" / f"{episode}.jsonl")
+    best = max([0, *(e["score"] for e in rows if e["event"] == "env_step")])
+    end = rows[-1]
+    return episode_outcome(end["end"], end["final_score"], best), max(best, end["final_score"], 0)
 
 
 def test_memory_retrievals_show_their_records(
@@ -150,7 +167,7 @@ def test_memory_retrievals_show_their_records(
     episode = next(p.stem for p in log.glob("04-*.jsonl"))
     found = [e for e in events(log / f"{episode}.jsonl") if e["event"] == "memory_retrieval"]
     first = next(e for e in found if e["ids"])
-    driver.get(server.url + f"#/run/0/episode/{episode}")
+    open_view(driver, server.url + f"#/run/0/episode/{episode}")
     wait_for(driver, "details.ev-memory_retrieval")
     shown = driver.find_elements(By.CSS_SELECTOR, "details.ev-memory_retrieval")
     assert len(shown) == len(found)
@@ -200,7 +217,7 @@ def marked(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 def _shown_as_text(driver: Any, url: str, css: str) -> None:
-    driver.get(url)
+    open_view(driver, url)
     found = wait_for(driver, css)
     for summary in driver.find_elements(By.CSS_SELECTOR, "details > summary"):
         driver.execute_script("arguments[0].parentElement.open = true", summary)
@@ -225,5 +242,6 @@ def test_markup_from_the_logs_is_shown_as_text(marked: dict[str, Path], driver: 
     assert "<!--<script>" not in html and "</script><img" not in html
     _shown_as_text(driver, page.as_uri() + f"#/run/1/episode/{BOIL}", "details.ev-model_call")
     _shown_as_text(driver, page.as_uri() + f"#/run/0/episode/{BOIL}", "#step-1")
-    driver.get(page.as_uri() + "#/run/0/episodes")
-    assert len(wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep"))) == 2
+    open_view(driver, page.as_uri() + "#/run/0/episodes")
+    listed = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep"))
+    assert len(listed) == len(list((marked["fast"] / "events").glob("*.jsonl")))

@@ -21,6 +21,7 @@ from typing import Any
 from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import all_tasks
 from fastslow.eval.rundir import RunRecord
+from fastslow.events import iter_events
 
 OUTCOMES = ("success", "failure", "step_limit", "early_stop", "error", "other")
 """An episode's outcome for the filters: success (score 100), failure (-100), step limit, early stop,
@@ -51,15 +52,11 @@ def script_json(value: Any) -> str:
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The events of one log as plain dicts (the viewer reads, it does not validate: a log written by
-    a newer fastslow still shows). A torn last line of a crashed run is skipped."""
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    continue
+    """The events of one log as plain dicts with every field, validated as every reader of the logs
+    validates them (``events.iter_events``: a torn last line of a crashed run is skipped, any other bad
+    line raises ``CorruptLogError`` naming the file and the line)."""
+    for event in iter_events(path):
+        yield event.model_dump(mode="json")
 
 
 def outcome(end: str, final_score: int, best: int) -> str:

@@ -68,3 +68,15 @@ def click(driver: Any, element: Any) -> None:
     header is sticky and would take a click on an element scrolled to the very top)."""
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     element.click()
+
+
+def open_view(driver: Any, url: str, timeout: float = 30.0) -> None:
+    """Go to a viewer URL and wait until the page has rendered that view (the page marks the route it
+    shows on ``#app``), so no element of the previous view is taken for one of this view."""
+    driver.get(url)
+    route = "#" + url.split("#", 1)[1] if "#" in url else "#/"
+    wait_until(
+        lambda: driver.execute_script("return document.getElementById('app').dataset.route") == route,
+        timeout,
+        f"the view {route}",
+    )

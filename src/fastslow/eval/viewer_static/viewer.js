@@ -96,6 +96,7 @@
   // ---- router -----------------------------------------------------------------------------------
   function route() {
     const hash = location.hash || "#/";
+    delete app.dataset.route; // set again once this view is on the page (tests and scripts wait on it)
     const path = hash.split("?")[0];
     const q = query(hash);
     let m;
@@ -105,7 +106,7 @@
     else if ((m = path.match(/^#\/compare\/(.+)$/))) view = showCompare(decodeURIComponent(m[1]), (q.runs || "0,1").split(",").map(Number));
     else if ((m = path.match(/^#\/diff\/(\d+)\/(\d+)$/))) view = showDiff(+m[1], +m[2]);
     else view = showRuns();
-    return Promise.resolve(view).catch(fail);
+    return Promise.resolve(view).catch(fail).then(() => { if ((location.hash || "#/") === hash) app.dataset.route = hash; });
   }
   window.addEventListener("hashchange", route);
 
