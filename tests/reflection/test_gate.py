@@ -8,7 +8,13 @@ import random
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import focus_contents_mismatch, life_stage, life_stage_violation, normalize
+from fastslow.env.semantics import (
+    focus_contents_mismatch,
+    life_stage,
+    life_stage_violation,
+    normalize,
+    teleport_targets,
+)
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
@@ -253,7 +259,7 @@ def test_a_focus_on_contents_the_task_does_not_name_is_dropped(env: ScienceWorld
     assert (decision.accepted, decision.reason) == (False, "focus_not_allowed")
     assert "holds water" in decision.detail
     policy = SafetyPolicy()
-    rooms = {a[len("teleport to ") :] for a in cur.valid_actions if a.startswith("teleport to ")}
+    rooms = teleport_targets(cur.valid_actions)
     assert not policy.focus_allowed(focus, "boil", cur.task_description, rooms, cur)
     assert policy.focus_allowed("focus on lead", "boil", cur.task_description, rooms, cur)
 
@@ -283,7 +289,7 @@ def test_life_stages_go_from_earliest_to_latest(env: ScienceWorldAdapter) -> Non
     assert life_stage_violation("egg parrot", cur.valid_actions, [], description) == "it is not a turtle"
     # Swift's policy learns the organisms its training variations focused on: the rule still refuses one
     policy = SafetyPolicy(focus_words={traj.task_name: {"egg", "parrot"}})
-    rooms = {a[len("teleport to ") :] for a in cur.valid_actions if a.startswith("teleport to ")}
+    rooms = teleport_targets(cur.valid_actions)
     assert not policy.focus_allowed("focus on egg parrot", traj.task_name, description, rooms, cur)
     assert policy.focus_allowed(
         "focus on egg parrot", traj.task_name, description, rooms

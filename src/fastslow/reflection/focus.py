@@ -112,9 +112,13 @@ def focus_usage(traj: Trajectory, budget: str = "gold", limit: int | None = None
 
 def focused_targets(traj: Trajectory) -> set[str]:
     """Heads of the objects focused on so far (a focus counts once ScienceWorld confirms it)."""
-    done = set()
-    for turn in traj.turns:
-        target = focus_target(turn.action)
-        if target is not None and focus_confirmed(turn.observation) is not None:
-            done.add(focus_head(target))
-    return done
+    return {focus_head(target) for target in confirmed_foci(traj)}
+
+
+def confirmed_foci(traj: Trajectory) -> list[str]:
+    """The targets of the focus actions ScienceWorld confirmed so far, as written, in order."""
+    return [
+        target
+        for turn in traj.turns
+        if (target := focus_target(turn.action)) is not None and focus_confirmed(turn.observation) is not None
+    ]

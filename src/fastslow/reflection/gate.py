@@ -23,10 +23,8 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import (
     FOCUS,
     LIFE_STAGE_TASKS,
-    focus_confirmed,
     focus_contents_mismatch,
     focus_head,
-    focus_target,
     life_stage_violation,
     normalize,
     places,
@@ -34,7 +32,13 @@ from fastslow.env.semantics import (
 )
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
-from fastslow.reflection.focus import focus_limit_for, focus_target_allowed, focus_usage, focused_targets
+from fastslow.reflection.focus import (
+    confirmed_foci,
+    focus_limit_for,
+    focus_target_allowed,
+    focus_usage,
+    focused_targets,
+)
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 
 
@@ -283,11 +287,7 @@ class Gate1:
         if contents is not None:
             raise _Drop("focus_not_allowed", f"'{target}' holds {contents}, which the task does not name")
         if traj.task_name in LIFE_STAGE_TASKS:
-            focused = [
-                t
-                for turn in traj.turns
-                if (t := focus_target(turn.action)) and focus_confirmed(turn.observation)
-            ]
+            focused = confirmed_foci(traj)
             why = life_stage_violation(target, cur.valid_actions, focused, traj.task_description, cur.look)
             if why is not None:
                 raise _Drop("focus_not_allowed", f"life stages go from earliest to latest: {why}")

@@ -30,6 +30,7 @@ from fastslow.env.semantics import (
     focus_contents_mismatch,
     life_stage,
     life_stage_violation,
+    teleport_targets,
 )
 from fastslow.swift.features import FloatArray, arguments, words
 
@@ -88,7 +89,7 @@ class SafetyPolicy:
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does). None otherwise."""
         if not self.focus_rule or task_name not in LIFE_STAGE_TASKS:
             return None
-        rooms = {a[len("teleport to ") :] for a in current.valid_actions if a.startswith("teleport to ")}
+        rooms = teleport_targets(current.valid_actions)
         allowed = [
             a
             for a in current.valid_actions
@@ -115,7 +116,7 @@ class SafetyPolicy:
         counts: dict[str, int] = {}
         for a in recent:
             counts[a] = counts.get(a, 0) + 1
-        rooms = {a[len("teleport to ") :] for a in current.valid_actions if a.startswith("teleport to ")}
+        rooms = teleport_targets(current.valid_actions)
         # After "focus on X" was ambiguous, a bare number would confirm a focus on an arbitrary object.
         ambiguous_focus = bool(self._recent) and self._recent[-1].startswith("focus on ")
         ambiguous_focus = ambiguous_focus and current.observation.startswith("Ambiguous request")
