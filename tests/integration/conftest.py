@@ -47,7 +47,7 @@ def play_modules(env: ScienceWorldAdapter, tmp_path: Path) -> Callable[..., Run]
         config = load_config(config_name, [f"env.step_limit={step_limit}", f"amm.path={path}", *overrides])
         store = None
         if config.amm.enabled:
-            store = SqliteStore(str(path))
+            store = SqliteStore(str(path), max_terms=config.amm.retrieval.query_terms)  # as open_store
             store.add_many(list(memories))
         model = ScriptedModel(sage)
         agent = build_swiftsage(

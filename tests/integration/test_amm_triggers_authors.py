@@ -18,7 +18,9 @@ from fastslow.controller.hooks import AmmHook
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import NO_MATCH
 from fastslow.env.tasks import get_task
+from fastslow.eval.metrics import paper_episode
 from fastslow.eval.runner import run_episode
 from fastslow.events import CriticCall, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import RetrievalConfig
@@ -207,6 +209,24 @@ def test_t1_climbs_one_rung_per_swift_failure_in_a_row(env: ScienceWorldAdapter,
     store.close()
 
 
+def test_a_t1_trigger_is_a_step_whatever_its_rung(play_modules: Play) -> None:
+    """Appendix D's T1 count (``paper_episode``, fidelity C1 and M-T11): Swift's invalid proposals climb
+    the authors' ladder one rung per failure in a row; every step on which the ladder searched is one
+    T1 trigger, the success + near-miss rung's included."""
+    near_miss = record("look around", "This room is called the hallway.", tag="near-miss")
+    run = play_modules(
+        ScriptedSwift(["dance wildly"]),
+        sage_replies("1. look around"),
+        config_name="amm",
+        overrides=AUTHORS,
+        memories=[SUCCESS, near_miss],
+        step_limit=6,
+    )
+    t1 = [(r.step, r.rung) for r in run.of("memory_retrieval") if r.trigger == "T1"]
+    assert {"success", "success+near-miss"} <= {rung for _, rung in t1}
+    assert paper_episode(run.events)["t1_triggers"] == len({step for step, _ in t1}) > 1
+
+
 def test_t2_fires_at_4_and_8_steps_without_progress(play_modules: Play) -> None:
     swift = ScriptedSwift(["look around"])
     run = play_modules(swift, config_name="amm", overrides=AUTHORS, step_limit=10)
@@ -221,6 +241,26 @@ def test_t2_fires_at_4_and_8_steps_without_progress(play_modules: Play) -> None:
         store_name="window.sqlite",
     )
     assert [(r.step, r.rung) for r in run.of("memory_retrieval") if r.trigger == "T2"] == [(5, ""), (10, "")]
+
+
+def test_t3_fires_at_every_repeat_of_an_unknown_action_in_the_authors_profile(play_modules: Play) -> None:
+    """In the kitchen Swift repeats the authors' "open door to bedroom" (in their valid set, but the
+    kitchen has no such door, so ScienceWorld does not know it; Sage is off): the authors' T3 searches
+    avoidance memories after each step that repeats it (steps 3, 4, 5), fastslow's once per streak."""
+
+    def t3_steps(rule: str) -> list[int]:
+        run = play_modules(
+            ScriptedSwift(["go to kitchen", NO_DOOR, NO_DOOR, NO_DOOR, NO_DOOR]),
+            config_name="amm",
+            overrides=[*AUTHORS, "controller.sage_enabled=false", f"amm.retrieval.t3_rule={rule}"],
+            step_limit=5,
+            store_name=f"{rule}.sqlite",
+        )
+        assert [(s.action, s.observation) for s in run.steps[1:]] == [(NO_DOOR, NO_MATCH)] * 4
+        return [r.step for r in run.of("memory_retrieval") if r.trigger == "T3"]
+
+    assert t3_steps("every_repeat") == [3, 4, 5]
+    assert t3_steps("first_repeat") == [3]
 
 
 def test_t4_adds_avoidance_memories_after_failure_messages(play_modules: Play) -> None:
@@ -270,7 +310,7 @@ def test_the_critic_gets_a_fresh_search_ranked_by_task_and_room_and_one_avoidanc
     the same room, then reward; refusals left out; one avoidance memory unless the report is only a
     navigation loop."""
     cfg = load_config("full", [*AUTHORS, f"amm.path={tmp_path}/m.sqlite"]).amm
-    store = SqliteStore(str(tmp_path / "m.sqlite"))
+    store = SqliteStore(str(tmp_path / "m.sqlite"), max_terms=cfg.retrieval.query_terms)  # as open_store
     other_task = dict(task_id=7, task_name="find-non-living-thing", task_family="4", episode_id="7-0")
     store.add_many(
         [
@@ -308,11 +348,18 @@ def test_the_critic_gets_a_fresh_search_ranked_by_task_and_room_and_one_avoidanc
 def test_the_full_systems_critic_reads_a_fresh_search(env: ScienceWorldAdapter, tmp_path: Path) -> None:
     """The full configuration end to end: Swift repeats a look, SRM's detector reports, the LLM Critic
     is called, and the memories in its prompt are the ones a search at that step found (its
-    ``MemoryRetrieval(T2, critic)`` at the Critic call's step), not T2/T3's cache."""
+    ``MemoryRetrieval(T2, critic)`` at the Critic call's step), not T2/T3's cache. The report's
+    patterns reach AMM: a repeated look is no navigation loop, so an avoidance memory is searched for
+    and shown although the last two observations (plain looks) show no failure."""
     path = tmp_path / "m.sqlite"
     config = load_config("full", [*AUTHORS, "env.step_limit=12", f"amm.path={path}", "critic.kind=llm"])
     store = SqliteStore(str(path))
-    store.add_many([record("go to kitchen", "You move to the kitchen.", room="hallway")])
+    store.add_many(
+        [
+            record("go to kitchen", "You move to the kitchen.", room="hallway"),
+            record("eat the door", "No known action matches that input.", tag="avoidance", room="hallway"),
+        ]
+    )
     critic = ScriptedModel(["Diagnosis: looping.\nActions:\n1. go to kitchen"])
     agent = build_swiftsage(
         config,
@@ -330,9 +377,12 @@ def test_the_full_systems_critic_reads_a_fresh_search(env: ScienceWorldAdapter, 
     assert calls, "the detector reported and the Critic was called"
     searches = [e for e in sink.events if isinstance(e, MemoryRetrieval) and e.rung == "critic"]
     assert [s.step for s in searches] == [c.step for c in calls][: len(searches)] and searches
+    avoid = [e for e in sink.events if isinstance(e, MemoryRetrieval) and e.rung == "critic-avoidance"]
+    assert [a.step for a in avoid] == [s.step for s in searches]
     (prompt, *_) = critic.prompts
     text = prompt[-1]["content"]
     assert "BEGIN RETRIEVED MEMORIES" in text and "action: go to kitchen" in text
+    assert "action: eat the door" in text
 
 
 TRIGGER_FIELDS = (
@@ -343,6 +393,7 @@ TRIGGER_FIELDS = (
     "t1_inject",
     "t1_zero_scores",
     "t2_at",
+    "t3_rule",
     "t4_avoidance_on_failures",
     "critic_evidence",
 )
@@ -355,11 +406,12 @@ def test_the_paper_configs_use_the_authors_triggers_and_the_fast_pathway_keeps_f
         assert {f: getattr(r, f) for f in TRIGGER_FIELDS} == {f: getattr(fastslow, f) for f in TRIGGER_FIELDS}
     for name in ("amm", "full", "paper-amm", "paper-full"):
         r = load_config(name).amm.retrieval
-        assert (r.t1_ladder, r.t1_on_forced, r.t1_settles, r.t2_at, r.critic_evidence) == (
+        assert (r.t1_ladder, r.t1_on_forced, r.t1_settles, r.t2_at, r.t3_rule, r.critic_evidence) == (
             "across_failures",
             True,
             True,
             [4, 8],
+            "every_repeat",
             "fresh",
         )
 

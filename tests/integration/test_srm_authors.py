@@ -72,14 +72,35 @@ def test_a_report_while_the_buffer_holds_actions_waits_and_is_answered_when_it_r
 
 
 def test_a_waiting_report_goes_stale_after_two_of_the_authors_steps(play_modules: Play) -> None:
-    """The same report, but two buffered actions after it: the buffer runs dry at step 8, three of the
-    authors' steps after the report, and the report is dropped unanswered."""
+    """The same report, but two buffered actions after it: the buffer runs dry at step 8, and the next
+    iteration, three of the authors' steps after the report, drops it unanswered."""
     swift = swift_then_invalid([LOOK, PIC, LOOK, PIC])
     plan = sage_replies("1. look around\n2. look around\n3. wait\n4. look at picture")
-    run = play_modules(swift, plan, critic=["Actions:\n1) inventory"], config_name=AUTHORS, step_limit=8)
+    run = play_modules(swift, plan, critic=["Actions:\n1) inventory"], config_name=AUTHORS, step_limit=9)
     assert [s.source for s in run.steps[4:8]] == ["sage"] * 4
     assert any(r.step == 6 for r in run.of("stagnation_report"))
     assert calls(run) == [] and critic_of(run).waiting is None
+
+
+def test_a_report_is_answered_when_the_buffer_scan_drops_every_head(play_modules: Play) -> None:
+    """The report of step 6 waits behind "pick up shovel", which cannot run in the hallway (no shovel
+    there): at step 7 the scan drops it, the buffer is dry without an env step, and the Critic answers
+    the report at that iteration (their drained-buffer point): its answer is step 7's action, not
+    Swift's (before, the report waited for the end of step 7)."""
+    swift = swift_then_invalid([LOOK, PIC, LOOK, PIC])
+    plan = sage_replies("1. look around\n2. look around\n3. pick up shovel")
+    run = play_modules(
+        swift,
+        plan,
+        critic=["Diagnosis: looping.\nActions:\n1) inventory\n2) wait1"],
+        config_name=AUTHORS,
+        step_limit=8,
+    )
+    assert [(s.action, s.source) for s in run.steps[4:6]] == [(LOOK, "sage"), (LOOK, "sage")]
+    pops = [(p.step, p.action, p.skipped) for p in run.of("buffer_pop")]
+    assert (6, None, ["pick up shovel"]) in pops
+    assert calls(run) == [(6, True, None, True)]
+    assert [(s.action, s.source) for s in run.steps[6:8]] == [(INV, "critic"), ("wait1", "critic")]
 
 
 def test_a_reward_cancels_a_waiting_report(play_modules: Play) -> None:

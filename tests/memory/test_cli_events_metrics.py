@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from fastslow.bench.memory import synthetic_records
+from fastslow.config import load_config
 from fastslow.eval.metrics import memory_episode, memory_usage
 from fastslow.events import (
     EndState,
@@ -61,6 +62,10 @@ def test_bench_memory_prints_json_last_line() -> None:
     assert set(result["sqlite"]) == {"200", "400"}
     row = result["sqlite"]["400"]
     assert row["records"] == 400 and 0 < row["p50_ms"] <= row["p95_ms"] <= row["max_ms"]
+    # the paper profile's hybrid search, with its structured queries read whole by the BM25 half
+    hybrid = result["sqlite_hybrid"]
+    assert hybrid["query_terms"] == load_config("amm").amm.retrieval.query_terms == 128
+    assert hybrid["400"]["records"] == 400 and 0 < hybrid["400"]["p50_ms"] <= hybrid["400"]["p95_ms"]
 
 
 EPISODE: list[Event] = [

@@ -24,7 +24,7 @@ from fastslow.events import ListSink, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, RetrievalConfig
 from fastslow.memory.hooks import Amm
 from fastslow.memory.records import MemoryRecord
-from fastslow.memory.retrieval import MemoryRetriever, hybrid_search, rrf_fuse, state_query
+from fastslow.memory.retrieval import MemoryRetriever, authors_query, hybrid_search, rrf_fuse, state_query
 from fastslow.memory.stores import BulkStore, MemoryStoreError
 from fastslow.memory.stores.postgres import PostgresStore
 from fastslow.memory.stores.sqlite import SqliteStore
@@ -240,6 +240,44 @@ def test_the_retriever_ranks_hybrid_without_filters(env: ScienceWorldAdapter, tm
     amm.close()
 
 
+def test_the_authors_queries_differ_only_in_their_rung_lines(
+    env: ScienceWorldAdapter, tmp_path: Path
+) -> None:
+    """``amm.retrieval.query: authors`` on a real state: task, state line, the last five actions and
+    observations, then the rung's lines; T1's two rungs differ only in those, T4 asks as T1's second
+    rung, the Critic's search shows rewards and score as 0, and a retrieval without an explicit
+    query searches with that text."""
+    cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), write=load_config("amm").amm.write,
+                    retrieval=HYBRID.model_copy(update={"query": "authors"}))  # fmt: skip
+    amm = Amm(cfg)
+    sink = ListSink()
+    hooks = amm.episode("ep", sink)
+    traj = start(env, FIND_NON_LIVING, 0, gold=True)
+    play(env, traj, hooks, [GARBAGE, *env.gold_actions[:6]])
+    s1, s2 = (authors_query(traj, "T1", rung) for rung in ("success", "success+near-miss"))
+    differ = [a.split(":")[0] for a, b in zip(s1.splitlines(), s2.splitlines(), strict=True) if a != b]
+    assert differ == ["ACTION_CONTEXT", "TAG_SCOPE", "TAGS_HINT"]
+    lines = dict(line.split(": ", 1) for line in s2.splitlines())
+    assert lines["TASK"] == json.dumps(" ".join(traj.task_description.split()))
+    assert (
+        f"room={traj.room};" in lines["STATE"]
+        and f"current_score={float(traj.current.score)};" in lines["STATE"]
+    )
+    assert json.loads(lines["RECENT_ACTIONS"]) == [t.action for t in traj.turns[-5:]]
+    assert json.loads(lines["RECENT_OBS"]) == [t.observation for t in traj.turns[-5:]]
+    assert (lines["ISSUE"], lines["TAGS_HINT"]) == ('"swift_failure"', "episodic_success, episodic_nearmiss")
+    assert authors_query(traj, "T4", "") == s2
+    avoid = dict(line.split(": ", 1) for line in authors_query(traj, "T3", "").splitlines())
+    assert avoid["ISSUE"] == '"repeated_invalid_action"' and "avoidance" in avoid["TAG_SCOPE"]
+    critic = authors_query(traj, "T2", "critic")
+    assert traj.current.score > 0 and "recent_reward=[0.0]; current_score=0.0;" in critic
+    retriever = MemoryRetriever(amm.store, cfg.retrieval, sink)
+    assert retriever.retrieve("T1", traj, 3, ("success",), rung="success") == retriever.retrieve(
+        "T1", traj, 3, ("success",), rung="success", query=s1
+    )
+    amm.close()
+
+
 def test_run_json_records_ranking_and_embedder(tmp_path: Path) -> None:
     for name, ranking in (("amm", "hybrid"), ("swift-amm", "bm25")):
         cfg = load_config(name)
@@ -257,10 +295,15 @@ def test_run_json_records_ranking_and_embedder(tmp_path: Path) -> None:
 def test_fast_pathway_configs_keep_todays_retrieval() -> None:
     for name in ("swift-amm", "swift-amm-srm"):
         r = load_config(name).amm.retrieval
-        assert (r.ranking, r.filter_tags, r.same_task_first) == ("bm25", True, True), name
+        assert (r.ranking, r.filter_tags, r.same_task_first, r.query) == ("bm25", True, True, "state"), name
     for name in ("amm", "full", "paper-amm", "paper-full"):
         r = load_config(name).amm.retrieval
-        assert (r.ranking, r.filter_tags, r.same_task_first) == ("hybrid", False, False), name
+        assert (r.ranking, r.filter_tags, r.same_task_first, r.query) == (
+            "hybrid",
+            False,
+            False,
+            "authors",
+        ), name
 
 
 def test_vector_search_needs_an_embedder(tmp_path: Path) -> None:

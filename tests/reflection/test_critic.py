@@ -147,7 +147,7 @@ def test_prompt_has_task_state_history_report_constraints_memories(env: ScienceW
         avoid=["look at picture"],
         constraints=["focus actions used: 0 of 1"],
     )
-    critic.maybe_call(report, traj, memories=lambda: ["success: pick up recipe -> read it first"])
+    critic.maybe_call(report, traj, memories=lambda patterns: ["success: pick up recipe -> read it first"])
     prompt = seen[0][0]["content"]
     for needle in (
         "create the substance 'salt water'",  # task

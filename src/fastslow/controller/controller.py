@@ -165,10 +165,16 @@ class SwiftSageAgent:
         authors' loop only: Swift's focus was gated), the timestep goes round again."""
         step = view.result.steps
         self.arbiter.start_iteration(step)
+        dry = True
         if self.buffer:
-            buffered = self._from_buffer(view)
+            buffered, dry = self._from_buffer(view)
             if buffered is not None:
                 return buffered
+        if dry and self._push_critic([hook.on_buffer_empty(self._traj()) for hook in self.hooks], step):
+            # A report that waited for the buffer to run dry was answered (SRM's Critic, authors'
+            # profile): its actions are the buffer now and the timestep goes round again, as their
+            # loop's `continue` after a drained-buffer call.
+            return None
         proposal, note, first, settled = self._propose(view)
         # A forcing rule of the authors' loop sends the iteration to Sage before Swift's choice counts,
         # unless a hook settled Swift's proposal as the iteration's action.
@@ -390,8 +396,6 @@ class SwiftSageAgent:
             self.sink.emit(BufferClear(step=result.steps, reason=stuck, dropped=late))
             handed = []
         self._push_critic(handed, result.steps)
-        if not self.buffer:  # a report that waited for the buffer to run dry may be answered now
-            self._push_critic([hook.on_buffer_empty(done) for hook in self.hooks], result.steps)
         if result.done:
             self._finish()
 
@@ -447,8 +451,10 @@ class SwiftSageAgent:
             reason = f"{reason}; no candidate resolved: fallback {action}"
         return Decision(action, "swift", reason)
 
-    def _from_buffer(self, view: StepView) -> Decision | None:
-        """The next buffered action that runs now; heads that cannot run are dropped. With
+    def _from_buffer(self, view: StepView) -> tuple[Decision | None, bool]:
+        """The next buffered action that runs now, and whether the scan ran the buffer dry (every head
+        dropped, none left: the authors' drained-buffer point; a clear of heads beyond the scan limit
+        is not). Heads that cannot run are dropped. With
         ``buffer.scan_limit`` (the authors: 5) at most that many heads are tried, the rest is cleared;
         with ``buffer.expected_alias`` a head is tried once more as its expected observation when that
         text is itself an action (the authors' guessed-observation alias); with
@@ -476,25 +482,27 @@ class SwiftSageAgent:
             )
         )
         if popped.item is None:
-            if self.buffer:
+            dry = not self.buffer
+            if not dry:
                 limit = self.cfg.buffer.scan_limit
                 dropped = [b.action for b in self.buffer.clear()]
                 reason = f"none of {limit} buffered heads could run"
                 self.sink.emit(BufferClear(step=view.result.steps, reason=reason, dropped=dropped))
-            return None
-        return Decision(popped.item.action, popped.item.source, popped.item.reason)
+            return None, dry
+        return Decision(popped.item.action, popped.item.source, popped.item.reason), False
 
-    def _push_critic(self, handed: Sequence[HookActions], step: int) -> None:
+    def _push_critic(self, handed: Sequence[HookActions], step: int) -> bool:
         """The actions the ``after_step`` / ``on_buffer_empty`` hooks handed the buffer (the Critic's),
-        queued, or replacing the buffer when a hook asks (``BufferActions.replace``)."""
+        queued, or replacing the buffer when a hook asks (``BufferActions.replace``); whether any came."""
         batches = [out if isinstance(out, BufferActions) else BufferActions(tuple(out)) for out in handed]
         actions = [a for batch in batches for a in batch.actions]
         if not actions:
-            return
+            return False
         items = [
             Buffered(a, "critic", "", f"critic @{step} {i}/{len(actions)}") for i, a in enumerate(actions, 1)
         ]
         self._push(items, "critic", step, replace=any(batch.replace for batch in batches))
+        return True
 
     def _push(self, items: Sequence[Buffered], source: str, step: int, *, replace: bool = False) -> None:
         if replace and self.buffer:
@@ -565,4 +573,5 @@ class SwiftSageAgent:
         ]
         self.buffer.clear()  # a new plan replaces whatever was left of an old one
         self._push(items, "sage", step)
-        return self._from_buffer(view) or SageMiss("none_runs", "sage's actions were all invalid")
+        first, _ = self._from_buffer(view)
+        return first or SageMiss("none_runs", "sage's actions were all invalid")

@@ -15,8 +15,9 @@ the controller calls all of them on every hook, in order, and never asks which m
   nothing; AMM writes (salience gate) and runs T2/T3; SRM's detector may call the Critic, whose actions
   are returned for the FIFO buffer (``BufferActions(replace=True)``: they replace it). ``StepDone``
   says whether the buffer was empty after the step.
-- ``on_buffer_empty(step)``: the buffer is empty once the step's clears are done; SRM's Critic may answer
-  a report that waited for it (the authors' profile, ``critic.timing: empty_buffer``).
+- ``on_buffer_empty(traj)``: a loop iteration finds the buffer empty (it was, or its scan dropped every
+  head); SRM's Critic may answer a report that waited for it (the authors' profile, ``critic.timing:
+  empty_buffer``). Actions it hands over are the buffer, and the timestep goes round again.
 - ``on_episode_end(traj)``: any end; SRM settles a Critic call still in its effect window.
 
 ``Modules`` holds what lives for a whole worker process (the AMM store, the Critic's model, the policy)
@@ -156,8 +157,9 @@ class LoopHook:
     def after_step(self, step: StepDone) -> HookActions:
         return []
 
-    def on_buffer_empty(self, step: StepDone) -> HookActions:
-        """The buffer is empty once the step's own clears are done, before the next decision."""
+    def on_buffer_empty(self, traj: Trajectory) -> HookActions:
+        """The buffer holds nothing at the start of a loop iteration: it was empty, or its scan dropped
+        every head (the authors' drained-buffer point, before Swift is asked)."""
         return []
 
     def on_episode_end(self, traj: Trajectory) -> None:
@@ -286,9 +288,11 @@ class SrmHook(LoopHook):
             failure = f"GATE_INVALID:{decision.reason}"
         return refuse(candidate, "gate", failure)
 
-    def _memories(self, traj: Trajectory) -> Callable[[], list[str]] | None:
+    def _memories(self, traj: Trajectory) -> Callable[[Sequence[str]], list[str]] | None:
         evidence = self.evidence
-        return (lambda: evidence.critic_memories(traj)) if evidence is not None else None
+        if evidence is None:
+            return None
+        return lambda patterns: evidence.critic_memories(traj, patterns)
 
     def _actions(self, actions: list[str]) -> HookActions:
         if actions and self.srm.replaces_buffer:
@@ -300,8 +304,8 @@ class SrmHook(LoopHook):
             self.srm.after_step(step.traj, self._memories(step.traj), buffer_empty=step.buffer_empty)
         )
 
-    def on_buffer_empty(self, step: StepDone) -> HookActions:
-        return self._actions(self.srm.on_buffer_empty(step.traj, self._memories(step.traj)))
+    def on_buffer_empty(self, traj: Trajectory) -> HookActions:
+        return self._actions(self.srm.on_buffer_empty(traj, self._memories(traj)))
 
     def on_episode_end(self, traj: Trajectory) -> None:
         self.srm.finish(traj)

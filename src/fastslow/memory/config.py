@@ -18,8 +18,10 @@ MemoryMode = Literal["online", "frozen"]
 BudgetUnit = Literal["chars", "tokens"]
 T1Ladder = Literal["within_step", "across_failures"]
 CriticEvidence = Literal["cache", "fresh"]
+T3Rule = Literal["first_repeat", "every_repeat"]
 TaggingProfile = Literal["fastslow", "authors"]
 RankingKind = Literal["bm25", "hybrid"]
+QueryStyle = Literal["state", "authors"]
 EmbedderChoice = Literal["auto", "minilm", "lexical"]
 
 SECRETS_CONTEXT_KEY = "secrets"
@@ -152,6 +154,11 @@ class RetrievalConfig(StrictModel):
     (success memories) and 8 (success + near-miss memories): the first threshold retrieves success
     memories, every later one success and near-miss. Empty: fastslow's ``stagnation_window`` check
     after each step."""
+    t3_rule: T3Rule = "first_repeat"
+    """When T3 fires. ``first_repeat``: the last two actions are the same and both got the invalid-action
+    reply, once per streak. ``every_repeat`` (the authors' loop): after every step whose action repeats
+    the previous one and whose observation is exactly ScienceWorld's "No known action matches that
+    input.", so a streak fires at each repeat."""
     t4_avoidance_on_failures: bool = False
     """At T4, when failure messages were seen since Sage last planned (the authors' failed-action
     list, ``env.valid.authors_failed``), also retrieve avoidance memories; they fill the T4 block's slots
@@ -186,6 +193,13 @@ class RetrievalConfig(StrictModel):
     Letta archival search, a BM25 list and an embedding-similarity list fused by reciprocal rank
     (``rrf_k``, ``vector_weight``, ``fts_weight``); each record's vector is computed when it is written
     and stored with it."""
+    query: QueryStyle = "state"
+    """The search text. ``state``: the last action and observation, room, inventory and task, most
+    specific first (``retrieval.state_query``). ``authors``: their structured query (``retrieval.
+    authors_query``): task, state line (room, inventory, last rewards, score), last five actions and
+    observations, and lines naming what the trigger's rung looks for (issue, tag scope, tag hint, a
+    sentence of intent), so the rungs differ only in those lines; the Critic's searches show rewards
+    and score as 0, as their ``retrieve_for_critic``."""
     filter_tags: bool = True
     """Keep only records whose tag the trigger asks for. False = the authors' Letta search: every
     record competes, a trigger's tags only shape its query wording."""

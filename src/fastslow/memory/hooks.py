@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
+from fastslow.env.semantics import NO_MATCH
 from fastslow.env.valid import FOCUS_COUNT, authors_failed
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
-from fastslow.memory.config import AmmConfig, SalienceConfig
+from fastslow.memory.config import AmmConfig, SalienceConfig, T3Rule
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block
 from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.retrieval import MemoryRetriever, dedup_key
@@ -106,6 +107,20 @@ def repeated_invalid(traj: Trajectory) -> bool:
         and is_invalid_feedback(turns[-1].observation)
         and is_invalid_feedback(turns[-2].observation)
     )
+
+
+def t3_fires(traj: Trajectory, rule: T3Rule) -> bool:
+    """``amm.retrieval.t3_rule`` after the step just recorded. ``first_repeat``: ``repeated_invalid``
+    at the start of a streak. ``every_repeat``: the authors' test, the action equal to the one before
+    (as written) and the observation exactly ScienceWorld's no-match reply, at every repeat."""
+    turns = traj.turns
+    if len(turns) < 2:
+        return False
+    if rule == "every_repeat":
+        return turns[-1].action == turns[-2].action and turns[-1].observation.strip() == NO_MATCH
+    action = turns[-1].action.strip().lower()
+    streak_start = len(turns) < 3 or turns[-3].action.strip().lower() != action
+    return repeated_invalid(traj) and streak_start
 
 
 def stagnant(traj: Trajectory, window: int) -> bool:
@@ -233,9 +248,7 @@ class AmmHooks:
         )
         if authors_failed(result.observation):
             self.failures_since_plan += 1
-        # T3 fires on the first repeat of an invalid action, not again on every further repeat.
-        streak_start = len(traj.turns) < 3 or traj.turns[-3].action.strip().lower() != action.strip().lower()
-        if rcfg.t3 and repeated_invalid(traj) and streak_start:
+        if rcfg.t3 and t3_fires(traj, rcfg.t3_rule):
             self.t3(traj)
         elif (
             rcfg.t2

@@ -15,8 +15,10 @@ query wording; the fast pathway keeps BM25 with the tag filter and the current t
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from fastslow.core.trajectory import Trajectory
 from fastslow.events import EventSink, MemoryRetrieval, MemoryTrigger
@@ -38,6 +40,93 @@ def state_query(traj: Trajectory) -> str:
         cur.task_description or traj.task_description,
     ]
     return " ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class QueryIntent:
+    """What one of the authors' searches asks for: the lines that tell their rungs apart."""
+
+    issue: str
+    scope: str
+    hint: str
+    intent: str
+    zero_scores: bool = False
+    """The Critic's searches show rewards and score as 0 (their ``retrieve_for_critic``)."""
+
+
+_SUCCESS = QueryIntent(
+    "swift_failure",
+    "subgoal_focus, terminal_task_completion",
+    "episodic_success",
+    "Swift has no valid next action: steps that completed a subgoal or the task in a similar state.",
+)
+_SUCCESS_NEAR_MISS = QueryIntent(
+    "swift_failure",
+    "subgoal_focus, terminal_task_completion, partial",
+    "episodic_success, episodic_nearmiss",
+    "Swift has no valid next action: steps that completed a subgoal or the task, or made partial "
+    "progress, in a similar state.",
+)
+_AVOIDANCE = QueryIntent(
+    "repeated_invalid_action",
+    "avoidance, failure_pattern",
+    "episodic_failure, episodic_nearmiss",
+    "An action was refused or repeated to no effect: steps that warn against it and what worked instead.",
+)
+_STAGNATION = {
+    rung: replace(
+        base,
+        issue="stagnation_no_progress",
+        intent="The score has not risen for several steps: " + base.intent.split(": ", 1)[1],
+    )
+    for rung, base in (("success", _SUCCESS), ("success+near-miss", _SUCCESS_NEAR_MISS), ("", _SUCCESS))
+}
+QUERY_INTENTS: dict[tuple[str, str], QueryIntent] = {
+    ("T1", "success"): _SUCCESS,
+    ("T1", "success+near-miss"): _SUCCESS_NEAR_MISS,
+    **{("T2", rung): intent for rung, intent in _STAGNATION.items()},
+    ("T2", "critic"): replace(
+        _SUCCESS_NEAR_MISS,
+        issue="critic_stagnation",
+        intent="The agent is stuck and needs a correction now: steps that broke a no-effect loop "
+        "and the next admissible action that made progress.",
+        zero_scores=True,
+    ),
+    ("T2", "critic-avoidance"): replace(
+        _AVOIDANCE,
+        issue="critic_stagnation_avoidance",
+        intent="The agent repeats refused or no-effect actions: what not to repeat and a safer next action.",
+        zero_scores=True,
+    ),
+    ("T3", ""): _AVOIDANCE,
+    ("T4", ""): _SUCCESS_NEAR_MISS,
+    ("T4", "avoidance"): _AVOIDANCE,
+}
+"""The authors' query of each (trigger, rung): their T4 reuses T1's success + near-miss query, their
+T3 and T4-avoidance searches the avoidance query (``amm/retrieval.py``'s builders; our wording)."""
+
+
+def authors_query(traj: Trajectory, trigger: str, rung: str) -> str:
+    """``amm.retrieval.query: authors``: the structured search text of the authors' query builders for
+    this trigger's rung (``QUERY_INTENTS``; a pair not listed uses the success + near-miss lines)."""
+    intent = QUERY_INTENTS.get((trigger, rung), _SUCCESS_NEAR_MISS)
+    cur = traj.current
+    recent = traj.recent(5)
+    rewards = [0.0] if intent.zero_scores else [float(t.reward) for t in recent]
+    score = 0.0 if intent.zero_scores else float(cur.score)
+    task = " ".join((cur.task_description or traj.task_description).split()).replace('"', '\\"')
+    lines = [
+        f'TASK: "{task}"',
+        f"STATE: room={traj.room}; inventory=[{inventory_summary(cur.inventory, limit=400)}]; "
+        f"recent_reward={json.dumps(rewards)}; current_score={score};",
+        f'ACTION_CONTEXT: "{intent.intent}"',
+        f"RECENT_ACTIONS: {json.dumps([t.action for t in recent])}",
+        f"RECENT_OBS: {json.dumps([t.observation for t in recent])}",
+        f'ISSUE: "{intent.issue}"',
+        f"TAG_SCOPE: {intent.scope}",
+        f"TAGS_HINT: {intent.hint}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def rrf_fuse(
@@ -114,7 +203,7 @@ class MemoryRetriever:
         """
         start = time.perf_counter()
         if query is None:
-            query = state_query(traj)
+            query = authors_query(traj, trigger, rung) if self.cfg.query == "authors" else state_query(traj)
         use_filter = self.cfg.filter_tags if filter_tags is None else filter_tags
         wanted = tags if use_filter else None
         found: list[MemoryRecord] = []

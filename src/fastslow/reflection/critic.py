@@ -61,9 +61,10 @@ _MIN_LISTED = 20
 """A budget-cut authors' list keeps at least this many actions; the history gives way first."""
 
 
-MemoryFetch = Callable[[], list[str]] | None
-"""AMM's evidence for the Critic, fetched on demand: reading it consumes AMM's T2/T3 cache and logs an
-injection, so only a backend that puts memories in a prompt (the LLM Critic) calls it."""
+MemoryFetch = Callable[[Sequence[str]], list[str]] | None
+"""AMM's evidence for the Critic, fetched on demand with the report's patterns (they decide whether an
+avoidance memory joins a fresh search): reading it consumes AMM's T2/T3 cache and logs an injection, so
+only a backend that puts memories in a prompt (the LLM Critic) calls it."""
 
 
 class CriticBackend(Protocol):
@@ -345,7 +346,8 @@ class LlmCritic:
     def propose(
         self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
     ) -> tuple[str, list[str]]:
-        evidence = memories() if memories is not None else []  # read (and logged by AMM) only here
+        # Read (and logged by AMM) only here.
+        evidence = memories(report.patterns or [report.pattern]) if memories is not None else []
         prompt = render_critic_prompt(
             report,
             traj,

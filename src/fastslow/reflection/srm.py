@@ -7,7 +7,6 @@ The controller's ``SrmHook`` builds one ``Srm`` per episode and calls it at two 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastslow.core.step import StepResult
@@ -16,7 +15,7 @@ from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink, StagnationReport
 from fastslow.models import ChatModel
 from fastslow.reflection.config import CriticConfig, SrmConfig
-from fastslow.reflection.critic import Critic, make_critic
+from fastslow.reflection.critic import Critic, MemoryFetch, make_critic
 from fastslow.reflection.gate import Gate1, GateConstraints
 from fastslow.reflection.stagnation import StagnationDetector
 
@@ -77,7 +76,7 @@ class Srm:
     def after_step(
         self,
         traj: Trajectory,
-        memories: Callable[[], list[str]] | None = None,
+        memories: MemoryFetch = None,
         *,
         buffer_empty: bool = True,
     ) -> list[str]:
@@ -92,7 +91,7 @@ class Srm:
             return []
         return self.critic.maybe_call(report, traj, memories, buffer_empty=buffer_empty)
 
-    def on_buffer_empty(self, traj: Trajectory, memories: Callable[[], list[str]] | None = None) -> list[str]:
+    def on_buffer_empty(self, traj: Trajectory, memories: MemoryFetch = None) -> list[str]:
         """The buffer is empty before the next decision: a report that waited for it may call the
         Critic now (``critic.timing: empty_buffer``; otherwise nothing waits)."""
         if self.critic is None:

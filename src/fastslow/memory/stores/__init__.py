@@ -70,19 +70,26 @@ def open_location(
     readonly: bool = False,
     password_env: str | None = None,
     embedder: Embedder | None = None,
+    max_terms: int = 16,
 ) -> BulkStore:
     """A store given by the CLI: a ``postgresql://`` DSN or an SQLite file path.
 
     ``readonly`` opens an existing store for inspection only: nothing is created or changed in it
     (``SqliteStore(readonly=True)``, ``PostgresStore(readonly=True)``). ``embedder``: vectors for hybrid
     ranking are written with every record and ``vector_search`` works (``stores.vectors``).
+    ``max_terms``: content words a full-text search reads (``amm.retrieval.query_terms``).
     """
     if is_dsn(location):
         from fastslow.memory.stores.postgres import PostgresStore
 
         return PostgresStore(
-            location, table, readonly=readonly, password=env_password(password_env), embedder=embedder
+            location,
+            table,
+            readonly=readonly,
+            password=env_password(password_env),
+            embedder=embedder,
+            max_terms=max_terms,
         )
     from fastslow.memory.stores.sqlite import SqliteStore
 
-    return SqliteStore(location, readonly=readonly, embedder=embedder)
+    return SqliteStore(location, readonly=readonly, embedder=embedder, max_terms=max_terms)
