@@ -502,6 +502,30 @@ def data_sage_demos(
     print(json.dumps({"tasks": len(data["demos"]), "demos": sum(len(d) for d in data["demos"].values())}))
 
 
+@data_app.command("substances")
+def data_substances(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+    ] = None,
+    tasks: TasksOpt = None,
+    per_task: Annotated[int, typer.Option("--per-task", help="Train variations replayed per task.")] = 40,
+) -> None:
+    """Replay train gold paths into what each substance is at room temperature (the thermometer judgement)."""
+    from fastslow.env.episodes import parse_int_ranges
+    from fastslow.env.semantics import substances_path
+    from fastslow.swift.knowledge import KNOWLEDGE_TASKS, build_substances
+
+    if per_task < 1:
+        raise UsageError(f"--per-task must be at least 1 (got {per_task})")
+    task_ids = parse_int_ranges(tasks, "task") if tasks else list(KNOWLEDGE_TASKS)
+    target = out or substances_path()
+    data = build_substances(task_ids, per_task, progress=lambda line: console.print(line, highlight=False))
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    console.print(f"wrote {target}")
+    known = sum(1 for entry in data["substances"].values() if entry["plain"])
+    print(json.dumps({"substances": len(data["substances"]), "plain_state_known": known}))
+
+
 @train_app.command("swift")
 def train_swift_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],

@@ -100,8 +100,9 @@ CASES: list[tuple[str, str, GateOutcome, str, str]] = [
     ("melt:focus1", "focus on thermometer in inventory", D, "repeated_focus", ""),
     # ... then chocolate focused (2 of 3)
     ("melt:focus2", "focus on chocolate", D, "repeated_focus", ""),
-    ("melt:focus2", "focus on blue box", A, "exact", "focus on blue box"),
-    ("melt:focus2", "focus on the orange box", R, "normalize", "focus on orange box"),
+    # no reading of the chocolate yet: no box (the thermometer judgement, test_measurement.py)
+    ("melt:focus2", "focus on blue box", D, "focus_not_allowed", ""),
+    ("melt:focus2", "focus on the orange box", D, "focus_not_allowed", ""),
     ("melt:focus2", "focus on potato", D, "focus_not_allowed", ""),
     ("melt:focus2", "focus on kitchen", D, "focus_not_allowed", ""),
     ("melt:focus2", "focus on inventory", D, "focus_not_allowed", ""),

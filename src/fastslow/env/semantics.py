@@ -11,6 +11,11 @@ matches in (quotes, case, spaces and trailing punctuation only): it keeps every 
 part of a name ("unknown substance a") and the baseline's exact/fuzzy grounding was measured with it.
 Both are cached: the controller builds a grounder over the ~1-3k valid actions at every step.
 
+**Judgements** (issue #16) the fast pathway's policy and Gate-1 share: what a focus lands on
+(``focus_contents_mismatch``), the life-stages order (``life_stage_violation``) and the thermometer
+tasks' box (``measurement_violation``, reading substance states; its one data file, the substance
+knowledge ``env/data/substances.json``, is read here with the standard library too).
+
 **Feedback.** ``classify_feedback`` puts every observation in one ``Feedback`` class, first match wins:
 
 1. ``invalid``: ScienceWorld's parser knows no such action ("No known action matches that input.").
@@ -39,10 +44,16 @@ escalation and stagnation alike, and no avoidance record.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -437,6 +448,247 @@ def life_stage_violation(
 
 PLANT_STAGES = (0, 1, 3, 4)
 """The stage ranks of ScienceWorld's plants, in order (identify-life-stages-2's gold paths)."""
+
+
+# -- substances: their states, and what train gold paths showed of them ------------------------------
+# ScienceWorld names a substance plainly in its room-temperature state and puts a state word before the
+# name otherwise: "tin" is solid, "liquid tin" melted; "mercury" is liquid, "solid mercury" frozen (water
+# alone has names of its own: ice, water, steam). A melting-point reading on "chocolate" proves nothing
+# until one knows what plain chocolate is. ``fastslow data substances`` (``swift.knowledge``) replays
+# train gold paths of the matter and thermometer tasks, which heat or cool substances through their
+# changes, and writes ``env/data/substances.json``: each substance's state words seen, the plain state
+# they leave and the melting-point bounds its readings proved. Only train variations are read; a
+# substance no train path changed stays unknown, and the judgement waits for the episode's own readings.
+
+STATE_PREFIXES = {"solid": "solid", "liquid": "liquid", "gaseous": "gas"}
+"""ScienceWorld names a substance out of its room-temperature state with one of these words first."""
+WATER_STATES = {"ice": "solid", "water": "liquid", "steam": "gas"}
+"""Water is the one substance whose states have names of their own."""
+SUBSTANCES_FILE = "substances.json"
+"""The shipped knowledge, next to the task table in ``fastslow/env/data``."""
+_NAMED = re.compile(r"\b(solid|liquid|gaseous) ([a-z][a-z ]*?)(?=[,.;:()\n]| in | on | which |$)")
+
+
+def named_states(text: str) -> dict[str, set[str]]:
+    """Substance -> the states ``text`` names it in with a state word ("a metal pot (containing liquid
+    chocolate)" -> chocolate: liquid). The per-variation unknown substances ("solid unknown substance
+    C") are left out: their letters name different substances in different variations."""
+    out: dict[str, set[str]] = {}
+    for prefix, name in _NAMED.findall(text.lower()):
+        name = name.strip()
+        if name and not name.startswith("unknown substance"):
+            out.setdefault(name, set()).add(STATE_PREFIXES[prefix])
+    return out
+
+
+def plain_state(prefixed: set[str]) -> str | None:
+    """The room-temperature state of a substance seen written with the ``prefixed`` state words: solid
+    when only liquid or gas were written (it melted or boiled), liquid when solid was written but not
+    liquid (it froze); None otherwise: nothing written, or solid and liquid both (ScienceWorld writes
+    "solid chocolate" in a freezer although plain chocolate is solid too)."""
+    if "solid" not in prefixed and prefixed & {"liquid", "gas"}:
+        return "solid"
+    if "solid" in prefixed and "liquid" not in prefixed:
+        return "liquid"
+    return None
+
+
+def substances_path() -> Path:
+    return Path(str(resources.files("fastslow.env").joinpath("data", SUBSTANCES_FILE)))
+
+
+@cache
+def _knowledge() -> dict[str, dict[str, object]]:
+    path = substances_path()
+    if not path.exists():
+        return {}
+    substances: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))["substances"]
+    return substances
+
+
+def known_plain_states() -> dict[str, str]:
+    """Substance -> its room-temperature state, from the shipped file (empty if it is missing)."""
+    return {name: str(entry["plain"]) for name, entry in _knowledge().items() if entry.get("plain")}
+
+
+def known_melting_bounds(substance: str) -> tuple[float, float]:
+    """(above, at most) bounds on a substance's melting point that train readings proved (solid at t:
+    above t; liquid or gas at t: at most t); (-inf, inf) when none did."""
+    entry = _knowledge().get(substance, {})
+    low, high = entry.get("melts_above"), entry.get("melts_at_most")
+    return (
+        float(low) if isinstance(low, int | float) else -math.inf,
+        float(high) if isinstance(high, int | float) else math.inf,
+    )
+
+
+# -- thermometer judgement: a measured value against the task's threshold ------------------------------
+
+MEASUREMENT_TASKS = frozenset(
+    {"measure-melting-point-known-substance", "measure-melting-point-unknown-substance", "use-thermometer"}
+)
+"""Tasks that end with a choice between two boxes by a measured temperature against a threshold."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a measurement task asks: the quantity of ``subject`` against ``threshold`` (degrees
+    celsius), then a focus on (or, ``place``, putting the subject into) the ``above`` or ``below`` box."""
+
+    quantity: Literal["melting point", "temperature"]
+    subject: str
+    threshold: float
+    above: str
+    below: str
+    place: bool
+
+
+_MEASURE = re.compile(
+    r"if the (?:melting point of (?P<melt>.+?)|(?P<temp>.+?) temperature) is above (?P<t>-?\d+(?:\.\d+)?) "
+    r"degrees celsius, (?P<verb>focus on|place it in) the (?P<above>[a-z ]+?)\. "
+    r"if the .+? is below -?\d+(?:\.\d+)? degrees celsius, (?:focus on|place it in) the (?P<below>[a-z ]+?)\."
+)
+READING = re.compile(r"the thermometer measures a temperature of (-?\d+(?:\.\d+)?) degrees celsius")
+_CALLED = re.compile(r"^a substance called (.+?)\.?$")
+
+
+def measurement_task(task_description: str) -> Measurement | None:
+    """The measurement a task description asks for, or None ("If the melting point of tin is above 50.0
+    degrees celsius, focus on the red box. If ... below ..., focus on the green box.")."""
+    match = _MEASURE.search(" ".join(task_description.lower().split()))
+    if match is None:
+        return None
+    melt = match.group("melt")
+    return Measurement(
+        quantity="melting point" if melt else "temperature",
+        subject=(melt or match.group("temp")).strip(),
+        threshold=float(match.group("t")),
+        above=normalize(match.group("above")),
+        below=normalize(match.group("below")),
+        place=match.group("verb") == "place it in",
+    )
+
+
+def _subject_core(subject: str) -> list[str]:
+    words = normalize(subject).split()
+    return words[1:] if words and words[0] in STATE_PREFIXES else words
+
+
+def subject_words(subject: str) -> set[str]:
+    """The words that name a measured subject in actions: its name without a state word and without an
+    unknown substance's letter, which ScienceWorld's valid actions drop ("use thermometer on unknown
+    substance" for unknown substance B)."""
+    return {w for w in _subject_core(subject) if len(w) > 1}
+
+
+def substance_state(name: str, subject: str) -> str | None:
+    """The state a name gives the subject ("liquid tin" -> liquid, "ice" -> solid for water), "bare"
+    for the subject's plain name (its room-temperature state, known only from its other names), None
+    when the name is not the subject's."""
+    words = normalize(name).split()
+    core = subject_words(subject)
+    if core == {"water"}:
+        return next((WATER_STATES[w] for w in words if w in WATER_STATES), None)
+    if not core or not core <= set(words):
+        return None
+    first = words[0]
+    return STATE_PREFIXES.get(first, "bare")
+
+
+def thermometer_readings(measure: Measurement, steps: Sequence[tuple[str, str]]) -> list[tuple[float, str]]:
+    """(temperature, state) of each thermometer reading of the subject among executed (action,
+    observation) steps. A reading names its target; a container's contents ("substance in metal
+    pot") take the name the last ``examine`` of that target gave ("a substance called liquid tin")."""
+    called: dict[str, str] = {}
+    readings: list[tuple[float, str]] = []
+    for action, observation in steps:
+        act = clean(action)
+        if act.startswith("examine "):
+            found = _CALLED.match(observation.strip().lower())
+            if found:
+                called[act[len("examine ") :]] = found.group(1)
+            continue
+        reading = READING.search(observation)
+        if reading is None or not act.startswith("use thermometer") or " on " not in act:
+            continue
+        target = act.split(" on ", 1)[1]
+        name = called.get(target, "") if target.startswith("substance in ") else target
+        state = substance_state(name, measure.subject) if name else None
+        if state is not None:
+            readings.append((float(reading.group(1)), state))
+    return readings
+
+
+def measured_choice(measure: Measurement, readings: Sequence[tuple[float, str]]) -> str | None:
+    """The box the readings decide, or None while they do not.
+
+    A temperature task reads its last reading against the threshold. A melting point is bounded by the
+    readings: solid at t means it lies above t, liquid or gas at t that it lies at or below t. The plain
+    name is the state its other names are not ("tin" is solid once "liquid tin" was seen; "mercury"
+    liquid once "solid mercury" was), or before that what train gold paths showed of it
+    (``known_plain_states``: lead is solid); the bounds train readings proved of the
+    substance join the episode's (``known_melting_bounds``). Above the threshold when the lower bound
+    is at least the threshold, below when the upper bound is at most it."""
+    if not readings:
+        return None
+    if measure.quantity == "temperature":
+        value = readings[-1][0]
+        if value == measure.threshold:
+            return None
+        return measure.above if value > measure.threshold else measure.below
+    states = {state for _, state in readings}
+    bare = "solid" if "liquid" in states else "liquid" if "solid" in states else None
+    core = " ".join(_subject_core(measure.subject))
+    if bare is None:  # the episode showed no other name: what train gold paths showed (substances.json)
+        bare = known_plain_states().get(core)
+    low, high = known_melting_bounds(core)  # what train readings proved of it, if anything
+    for value, named in readings:
+        state = bare if named == "bare" else named
+        if state == "solid":
+            low = max(low, value)
+        elif state in ("liquid", "gas"):
+            high = min(high, value)
+    if low >= measure.threshold:
+        return measure.above
+    if high <= measure.threshold:
+        return measure.below
+    return None
+
+
+def measured_object(measure: Measurement, head: str) -> bool:
+    """Whether a focus head (``focus_head``) is one of the things a measurement task focuses on: the
+    thermometer, the subject (any of its names; a container's "substance", whose contents
+    ``focus_contents_mismatch`` checks) or one of the two boxes. "orange" is none of them when the task
+    measures orange juice and names an orange box."""
+    words = set(head.split())
+    core = subject_words(measure.subject)
+    return (
+        head in ("thermometer", "substance", measure.above, measure.below)
+        or (bool(core) and core <= words)
+        or (core == {"water"} and bool(words & set(WATER_STATES)))
+    )
+
+
+def measurement_violation(
+    measure: Measurement, head: str, steps: Sequence[tuple[str, str]], foci: int
+) -> str | None:
+    """Why focusing on ``head`` (a focus head, or a box the subject is put into) now breaks a measurement
+    task, else None: only the thermometer, the subject and the boxes are focused on
+    (``measured_object``); a box comes after the thermometer and the subject (``foci``: confirmed so
+    far) and must be the one the readings decide (``measured_choice``)."""
+    if not measured_object(measure, head):
+        return f"the task focuses on the thermometer, the {measure.subject} and a box, not '{head}'"
+    box = head
+    if box not in (measure.above, measure.below):
+        return None
+    if foci < 2:
+        return "the thermometer and the subject are focused on first"
+    choice = measured_choice(measure, thermometer_readings(measure, steps))
+    if choice is None:
+        return f"no reading decides the {measure.quantity} of {measure.subject} against {measure.threshold:g}"
+    if choice != box:
+        return f"the readings put the {measure.quantity} on the {choice}'s side"
+    return None
 
 
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:

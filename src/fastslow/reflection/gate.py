@@ -23,9 +23,12 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import (
     FOCUS,
     LIFE_STAGE_TASKS,
+    MEASUREMENT_TASKS,
     focus_contents_mismatch,
     focus_head,
     life_stage_violation,
+    measurement_task,
+    measurement_violation,
     normalize,
     places,
     verb_of_normalized,
@@ -291,6 +294,12 @@ class Gate1:
             why = life_stage_violation(target, cur.valid_actions, focused, traj.task_description, cur.look)
             if why is not None:
                 raise _Drop("focus_not_allowed", f"life stages go from earliest to latest: {why}")
+        measure = measurement_task(traj.task_description) if traj.task_name in MEASUREMENT_TASKS else None
+        if measure is not None:
+            steps = [(t.action, t.observation) for t in traj.turns]
+            why = measurement_violation(measure, focus_head(target), steps, len(confirmed_foci(traj)))
+            if why is not None:
+                raise _Drop("focus_not_allowed", f"measurement task: {why}")
 
 
 def _places(traj: Trajectory) -> set[str]:

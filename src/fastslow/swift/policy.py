@@ -14,6 +14,9 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   a container's contents the task does not name ("substance in metal pot" holding water when the task
   boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too), and in the
   life-stages tasks only on the earliest stage left (``env.semantics.life_stage_violation``, Gate-1 too).
+- **Measurement judgement**: in the thermometer tasks a box is chosen (focused on, or the subject put
+  into it) only after the thermometer and the subject were focused on and the readings decide which box
+  (``env.semantics.measurement_violation``, Gate-1 too for the focus); the decided one is proposed.
 """
 
 from __future__ import annotations
@@ -27,10 +30,20 @@ import numpy as np
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
     LIFE_STAGE_TASKS,
+    MEASUREMENT_TASKS,
+    Measurement,
+    focus_confirmed,
     focus_contents_mismatch,
+    focus_head,
     life_stage,
     life_stage_violation,
+    measured_choice,
+    measurement_task,
+    measurement_violation,
+    normalize,
+    subject_words,
     teleport_targets,
+    thermometer_readings,
 )
 from fastslow.swift.features import FloatArray, arguments, words
 
@@ -50,11 +63,28 @@ class SafetyPolicy:
     _blocked: dict[str, tuple[str, str]] = field(default_factory=dict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=50))
     _focused: set[str] = field(default_factory=set)
+    _steps: list[tuple[str, str]] = field(default_factory=list)
+    """Every executed (action, observation) of the episode (the measurement judgement reads them)."""
 
     def reset(self) -> None:
         self._blocked.clear()
         self._recent.clear()
         self._focused.clear()
+        self._steps.clear()
+
+    def _measurement(self, task_name: str, task_description: str) -> Measurement | None:
+        return measurement_task(task_description) if task_name in MEASUREMENT_TASKS else None
+
+    def _foci(self) -> int:
+        """Focus actions ScienceWorld confirmed so far."""
+        return sum(1 for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o))
+
+    def _placement(self, action: str, measure: Measurement) -> str | None:
+        """The box of a "move <subject> ... to <box>" action of a placing measurement task, else None."""
+        if not measure.place or not action.startswith("move ") or " to " not in action:
+            return None
+        moved, box = action[len("move ") :].rsplit(" to ", 1)
+        return normalize(box) if subject_words(measure.subject) <= set(normalize(moved).split()) else None
 
     def focus_allowed(
         self,
@@ -75,6 +105,11 @@ class SafetyPolicy:
             focused = sorted(self._focused)
             if life_stage_violation(target, current.valid_actions, focused, task_description, current.look):
                 return False  # earliest to latest: no "focus on adult turtle" while the egg is there
+        measure = self._measurement(task_name, task_description)
+        if measure is not None and measurement_violation(
+            measure, focus_head(target), self._steps, self._foci()
+        ):
+            return False  # thermometer, subject, then the box a reading decides; nothing else
         base = (arguments(action) or [target])[0]
         if base in rooms or target in rooms:
             return False
@@ -86,8 +121,15 @@ class SafetyPolicy:
     def judgement(self, current: StepResult, task_name: str) -> str | None:
         """A step training cannot imitate for unseen objects, decided by rule: in the life-stages tasks,
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
-        stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does). None otherwise."""
-        if not self.focus_rule or task_name not in LIFE_STAGE_TASKS:
+        stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
+        tasks, the box the readings decide once the thermometer and the subject are focused on. None
+        otherwise."""
+        if not self.focus_rule:
+            return None
+        measure = self._measurement(task_name, current.task_description)
+        if measure is not None:
+            return self._measured_box(measure, current)
+        if task_name not in LIFE_STAGE_TASKS:
             return None
         rooms = teleport_targets(current.valid_actions)
         allowed = [
@@ -101,6 +143,19 @@ class SafetyPolicy:
             key=lambda a: (life_stage(a[len("focus on ") :], current.look) or 0, len(a)),
             default=None,
         )
+
+    def _measured_box(self, measure: Measurement, current: StepResult) -> str | None:
+        """The valid action choosing the box the readings decide (shortest text first), else None."""
+        choice = measured_choice(measure, thermometer_readings(measure, self._steps))
+        if choice is None or self._foci() < 2:
+            return None
+        if measure.place:
+            picks = [a for a in current.valid_actions if self._placement(a, measure) == choice]
+        else:
+            picks = [
+                a for a in current.valid_actions if a.startswith("focus on ") and focus_head(a[9:]) == choice
+            ]
+        return min(picks, key=len, default=None)
 
     def adjust(
         self,
@@ -120,9 +175,16 @@ class SafetyPolicy:
         # After "focus on X" was ambiguous, a bare number would confirm a focus on an arbitrary object.
         ambiguous_focus = bool(self._recent) and self._recent[-1].startswith("focus on ")
         ambiguous_focus = ambiguous_focus and current.observation.startswith("Ambiguous request")
+        measure = self._measurement(task_name, current.task_description) if self.focus_rule else None
         for i, action in enumerate(actions):
+            box = self._placement(action, measure) if measure is not None else None
             if (
                 (ambiguous_focus and action.isdigit())
+                or (
+                    measure is not None
+                    and box is not None
+                    and measurement_violation(measure, box, self._steps, self._foci()) is not None
+                )
                 or self._blocked.get(action) == fingerprint
                 or (
                     self.focus_rule
@@ -138,6 +200,7 @@ class SafetyPolicy:
 
     def observe(self, before: StepResult, action: str, after: StepResult) -> None:
         self._recent.append(action)
+        self._steps.append((action, after.observation))
         if action.startswith("focus on "):
             self._focused.add(action[len("focus on ") :])
         unchanged = before.look == after.look and before.inventory == after.inventory

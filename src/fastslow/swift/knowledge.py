@@ -1,0 +1,131 @@
+"""``fastslow data substances``: train gold paths replayed into the substance knowledge the thermometer
+judgement reads (``env.semantics``, substances; issue #16, knowledge for unseen objects).
+
+Only train variations are replayed (dev and test are what the evaluation plays), ``PER_TASK`` of each
+knowledge task spread over its train split (its variations differ by substance); every text a step
+shows (observation, look, inventory) is read for a state word before a name ("liquid chocolate"), and
+every thermometer reading on a substance named with its state bounds that substance's melting point.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import (
+    READING,
+    STATE_PREFIXES,
+    WATER_STATES,
+    clean,
+    focus_head,
+    named_states,
+    plain_state,
+)
+from fastslow.env.tasks import get_task
+from fastslow.env.wrappers import TimeLimit
+
+KNOWLEDGE_TASKS = (0, 1, 9, 20, 21, 22, 29)
+"""Tasks whose gold paths change substances' states: boil, change-the-state-of-matter-of, freeze,
+measure-melting-point (known and unknown substance), melt, use-thermometer."""
+PER_TASK = 40
+"""Train variations replayed per task, spread over its train split."""
+REPLAY_STEP_LIMIT = 1000
+
+
+def spread_variations(task_id: int, per_task: int = PER_TASK) -> list[int]:
+    """Train variations of a task, ``per_task`` of them evenly spread over its train split."""
+    train = list(get_task(task_id).variations["train"])
+    if len(train) <= per_task:
+        return train
+    return list(dict.fromkeys(train[len(train) * k // per_task] for k in range(per_task)))
+
+
+def reading_of(action: str, observation: str) -> tuple[str, str, float] | None:
+    """(substance, state, temperature) of a thermometer reading on a substance its action names ("use
+    thermometer in inventory on liquid lead" -> lead, liquid; "... on ice" -> water, solid; "... on
+    lead" -> lead, plain), else None (a container's contents, an unknown substance, no reading)."""
+    found = READING.search(observation)
+    act = clean(action)
+    if found is None or not act.startswith("use thermometer") or " on " not in act:
+        return None
+    target = focus_head(act.split(" on ", 1)[1])
+    words = target.split()
+    if len(words) == 1 and words[0] in WATER_STATES:
+        return "water", WATER_STATES[words[0]], float(found.group(1))
+    if words[:2] == ["unknown", "substance"] or words[1:3] == ["unknown", "substance"]:
+        return None  # its letter names another substance in every variation
+    if len(words) >= 2 and words[0] in STATE_PREFIXES:
+        return " ".join(words[1:]), STATE_PREFIXES[words[0]], float(found.group(1))
+    if words and words[0] != "substance":  # a plain name: its state is known once its other names are
+        return target, "plain", float(found.group(1))
+    return None
+
+
+def melting_bounds(readings: list[tuple[str, float]]) -> tuple[float | None, float | None]:
+    """(above, at most) bounds on a melting point from (state, temperature) readings, None for an
+    unbounded side; (None, None) when the readings contradict each other."""
+    solid = [t for state, t in readings if state == "solid"]
+    melted = [t for state, t in readings if state in ("liquid", "gas")]
+    low, high = (max(solid) if solid else None), (min(melted) if melted else None)
+    if low is not None and high is not None and low >= high:
+        return None, None
+    return low, high
+
+
+def build_substances(
+    tasks: Sequence[int] = KNOWLEDGE_TASKS,
+    per_task: int = PER_TASK,
+    simplification: str = "easy",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The knowledge file's content: every substance the replayed train gold paths named, with the
+    prefixed states seen and the plain state they leave (``plain_state``)."""
+    import scienceworld
+
+    seen: dict[str, set[str]] = {}
+    readings: dict[str, list[tuple[str, float]]] = {}
+    with TimeLimit(ScienceWorldAdapter(simplification=simplification), REPLAY_STEP_LIMIT) as env:
+        for task_id in tasks:
+            variations = spread_variations(task_id, per_task)
+            for variation in variations:
+                first = env.reset(task_id, variation, gold=True)
+                texts = [first.look]
+                for action in env.gold_actions:
+                    result = env.step(action)
+                    texts += [result.observation, result.look, result.inventory]
+                    reading = reading_of(action, result.observation)
+                    if reading is not None:
+                        name, state, temperature = reading
+                        readings.setdefault(name, []).append((state, temperature))
+                    if result.done:
+                        break
+                for text in texts:
+                    for named, states in named_states(text).items():
+                        seen.setdefault(named, set()).update(states)
+            if progress is not None:
+                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+    substances: dict[str, dict[str, Any]] = {}
+    for substance in sorted(set(seen) | set(readings)):
+        plain = plain_state(seen.get(substance, set()))
+        # A plain-name reading is in the plain state, once the other names tell what that is.
+        known = [(plain if state == "plain" else state, t) for state, t in readings.get(substance, [])]
+        low, high = melting_bounds([(state, t) for state, t in known if state is not None])
+        if not seen.get(substance) and low is None and high is None:
+            continue  # only plain readings of a substance never seen otherwise: nothing learnt
+        substances[substance] = {
+            "named": sorted(seen.get(substance, set())),
+            "plain": plain,
+            "melts_above": low,
+            "melts_at_most": high,
+        }
+    return {
+        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data substances",
+        "split": "train",
+        "tasks": list(tasks),
+        "per_task": per_task,
+        "simplification": simplification,
+        "scienceworld_version": scienceworld.__version__,
+        "substances": substances,
+    }
