@@ -49,7 +49,10 @@ def test_paper_full_through_the_openai_backend_and_a_t5_swift(vllm_stand_in: str
     overrides.append("warmup=any")  # paper-full requires the 60-episode warm-up; the wiring needs none
     # The authors' T1 may settle a random T5's retry as Swift's action for all 4 steps, and then no Sage
     # call is made: this test is about the wiring to the server, so a failed Swift always reaches Sage.
+    # Its retry sees no memories either (T1 still searches): with the episode's own records a retried
+    # random T5 may hit a valid action and leave Sage out.
     overrides += ["amm.retrieval.t1_on_forced=false", "amm.retrieval.t1_settles=false"]
+    overrides.append("amm.retrieval.t1_inject=false")
     # The stand-in is SmolLM2 on CPU: the authors' 2048 / 3072 reply caps would take minutes a call.
     overrides += ["controller.sage.plan_max_tokens=96", "controller.sage.ground_max_tokens=96"]
     for role in ("sage", "critic"):

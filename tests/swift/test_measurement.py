@@ -22,6 +22,8 @@ from fastslow.env.semantics import (
     measured_choice,
     measurement_task,
     measurement_violation,
+    resolve_focus_target,
+    subject_words,
     substance_state,
     substances_path,
     thermometer_readings,
@@ -99,8 +101,14 @@ def test_the_rule_agrees_with_the_gold_path(
                 assert policy.judgement(current, info.name) is None
                 chosen = action
                 break
-            assert measurement_violation(measure, box, steps, foci) is None, (what, steps[-4:])
-            assert measurement_violation(measure, other, steps, foci) is not None
+            placing = measure.place
+            assert measurement_violation(measure, box, steps, foci, placing=placing) is None, (
+                what,
+                steps[-4:],
+            )
+            assert measurement_violation(measure, other, steps, foci, placing=placing) is not None
+            if placing:  # the subject goes into the box: a focus on it would fail the task
+                assert measurement_violation(measure, box, steps, foci) is not None
             assert measured_choice(measure, thermometer_readings(measure, steps)) == box
             judged = policy.judgement(current, info.name)
             assert judged in current.valid_actions and _box_of(judged, measure.place) == box, (what, judged)
@@ -125,6 +133,11 @@ def test_the_rule_agrees_with_the_gold_path(
             assert measurement_violation(measure, boxes[0], steps, foci) is not None
         if action.startswith("focus on ") and box is None:  # the gold path's own foci pass
             assert measurement_violation(measure, focus_head(action[9:]), steps, foci) is None, action
+            if foci == 1:  # the subject's turn: the policy proposes a focus on it (by name or container)
+                judged = policy.judgement(current, info.name)
+                assert judged is not None and judged.startswith("focus on "), (what, judged)
+                named = resolve_focus_target(judged[9:], current.look, current.inventory)
+                assert subject_words(measure.subject) <= set(named.split()) or named in ("ice", "water")
         result = env.step(action)
         policy.observe(current, action, result)
         traj.record(action, "gold", result)
@@ -162,7 +175,7 @@ def test_no_box_before_the_thermometer_and_the_subject(env: ScienceWorldAdapter)
         assert not decision.accepted, decision
         if focus.endswith(" box"):
             assert decision.detail.startswith("measurement task"), decision
-    assert policy.judgement(current, info.name) is None
+    assert policy.judgement(current, info.name) == "focus on lead"  # the task's next focus
 
 
 def test_the_shipped_knowledge_is_what_the_command_makes_from_train_paths() -> None:
@@ -194,3 +207,31 @@ def test_the_command_writes_its_file_and_refuses_bad_input(tmp_path: Path) -> No
     made = json.loads(out.read_text(encoding="utf-8"))
     assert made["split"] == "train" and made["tasks"] == [20] and made["per_task"] == 1
     assert json.loads(done.stdout.strip().splitlines()[-1])["substances"] == len(made["substances"])
+
+
+def test_a_decided_box_out_of_reach_is_gone_to(env: ScienceWorldAdapter) -> None:
+    """use-thermometer, train variation 0: the reading decided the box, but the agent stands in the
+    kitchen, not in the bathroom where the task says the boxes are: the judgement goes there (the
+    subject in hand),
+    then puts the subject into the decided box."""
+    first = env.reset(29, 0, gold=True)
+    gold = list(env.gold_actions)
+    measure = measurement_task(first.task_description)
+    assert measure is not None and measure.boxes_in == "bathroom"
+    info = get_task(29)
+    policy = SafetyPolicy()
+    current = first
+    place_at = next(i for i, a in enumerate(gold) if a.startswith("move ") and a.endswith(" box"))
+    for action in [*gold[:place_at], "teleport to kitchen"]:
+        result = env.step(action)
+        policy.observe(current, action, result)
+        current = result
+    assert policy.judgement(current, info.name) == "teleport to bathroom"
+    result = env.step("teleport to bathroom")
+    policy.observe(current, "teleport to bathroom", result)
+    judged = policy.judgement(result, info.name)
+    assert (
+        judged is not None
+        and judged.startswith("move unknown substance")
+        and judged.endswith(gold[place_at][-8:])
+    )

@@ -541,6 +541,8 @@ class Measurement:
     above: str
     below: str
     place: bool
+    boxes_in: str | None = None
+    """The room the task says the boxes are in ("The boxes are located around the kitchen.")."""
 
 
 _MEASURE = re.compile(
@@ -548,6 +550,8 @@ _MEASURE = re.compile(
     r"degrees celsius, (?P<verb>focus on|place it in) the (?P<above>[a-z ]+?)\. "
     r"if the .+? is below -?\d+(?:\.\d+)? degrees celsius, (?:focus on|place it in) the (?P<below>[a-z ]+?)\."
 )
+_BOXES_IN = re.compile(r"the boxes are located around the ([a-z ]+?)\.")
+_ROOM_CALLED = re.compile(r"called the ([^.]+)\.")
 READING = re.compile(r"the thermometer measures a temperature of (-?\d+(?:\.\d+)?) degrees celsius")
 _CALLED = re.compile(r"^a substance called (.+?)\.?$")
 
@@ -555,7 +559,8 @@ _CALLED = re.compile(r"^a substance called (.+?)\.?$")
 def measurement_task(task_description: str) -> Measurement | None:
     """The measurement a task description asks for, or None ("If the melting point of tin is above 50.0
     degrees celsius, focus on the red box. If ... below ..., focus on the green box.")."""
-    match = _MEASURE.search(" ".join(task_description.lower().split()))
+    text = " ".join(task_description.lower().split())
+    match = _MEASURE.search(text)
     if match is None:
         return None
     melt = match.group("melt")
@@ -566,6 +571,7 @@ def measurement_task(task_description: str) -> Measurement | None:
         above=normalize(match.group("above")),
         below=normalize(match.group("below")),
         place=match.group("verb") == "place it in",
+        boxes_in=boxes.group(1) if (boxes := _BOXES_IN.search(text)) else None,
     )
 
 
@@ -581,17 +587,29 @@ def subject_words(subject: str) -> set[str]:
     return {w for w in _subject_core(subject) if len(w) > 1}
 
 
-def substance_state(name: str, subject: str) -> str | None:
-    """The state a name gives the subject ("liquid tin" -> liquid, "ice" -> solid for water), "bare"
-    for the subject's plain name (its room-temperature state, known only from its other names), None
-    when the name is not the subject's."""
+def names_subject(name: str, subject: str) -> bool:
+    """Whether an object name (a head, without qualifiers) is the measured subject under any of its
+    names: "liquid tin" and "tin" are tin, "tin cup" is not; "unknown substance" is unknown substance B;
+    "ice" and "steam" are water."""
     words = normalize(name).split()
     core = subject_words(subject)
     if core == {"water"}:
-        return next((WATER_STATES[w] for w in words if w in WATER_STATES), None)
-    if not core or not core <= set(words):
+        return len(words) == 1 and words[0] in WATER_STATES
+    if words and words[0] in STATE_PREFIXES:
+        words = words[1:]
+    return bool(core) and {w for w in words if len(w) > 1} == core
+
+
+def substance_state(name: str, subject: str) -> str | None:
+    """The state a name gives the subject ("liquid tin" -> liquid, "ice" -> solid for water), "bare"
+    for the subject's plain name (its room-temperature state, known only from its other names), None
+    when the name is not the subject's ("tin cup")."""
+    head = focus_head(name)
+    if not names_subject(head, subject):
         return None
-    first = words[0]
+    first = head.split()[0]
+    if subject_words(subject) == {"water"}:
+        return WATER_STATES[first]
     return STATE_PREFIXES.get(first, "bare")
 
 
@@ -660,27 +678,48 @@ def measured_object(measure: Measurement, head: str) -> bool:
     thermometer, the subject (any of its names; a container's "substance", whose contents
     ``focus_contents_mismatch`` checks) or one of the two boxes. "orange" is none of them when the task
     measures orange juice and names an orange box."""
-    words = set(head.split())
-    core = subject_words(measure.subject)
-    return (
-        head in ("thermometer", "substance", measure.above, measure.below)
-        or (bool(core) and core <= words)
-        or (core == {"water"} and bool(words & set(WATER_STATES)))
+    return head in ("thermometer", "substance", measure.above, measure.below) or names_subject(
+        head, measure.subject
     )
 
 
-def measurement_violation(
-    measure: Measurement, head: str, steps: Sequence[tuple[str, str]], foci: int
+def subject_focus(
+    measure: Measurement, valid_actions: Sequence[str], look: str, inventory: str
 ) -> str | None:
-    """Why focusing on ``head`` (a focus head, or a box the subject is put into) now breaks a measurement
-    task, else None: only the thermometer, the subject and the boxes are focused on
-    (``measured_object``); a box comes after the thermometer and the subject (``foci``: confirmed so
-    far) and must be the one the readings decide (``measured_choice``)."""
-    if not measured_object(measure, head):
+    """The shortest valid focus on the measured subject, by its name ("focus on tin") or as a
+    container's contents the look or inventory shows are it ("focus on substance in cup" holding the
+    water); None when the subject is not in reach."""
+    picks = []
+    for action in valid_actions:
+        target = focus_target(action)
+        if target is not None and names_subject(
+            resolve_focus_target(target, look, inventory), measure.subject
+        ):
+            picks.append(action)
+    return min(picks, key=len, default=None)
+
+
+def room_called(look: str) -> str:
+    """The room a look text is in ("This room is called the kitchen." -> "kitchen"; '' if none)."""
+    match = _ROOM_CALLED.search(look)
+    return match.group(1).strip().lower() if match else ""
+
+
+def measurement_violation(
+    measure: Measurement, head: str, steps: Sequence[tuple[str, str]], foci: int, *, placing: bool = False
+) -> str | None:
+    """Why focusing on ``head`` (a focus head; ``placing``: a box the subject is put into) now breaks a
+    measurement task, else None: only the thermometer, the subject and the boxes are focused on
+    (``measured_object``), and no box where the task puts the subject into one ("place it in the red
+    box"); a box comes after the thermometer and the subject (``foci``: confirmed so far) and must be
+    the one the readings decide (``measured_choice``)."""
+    if not placing and not measured_object(measure, head):
         return f"the task focuses on the thermometer, the {measure.subject} and a box, not '{head}'"
     box = head
     if box not in (measure.above, measure.below):
         return None
+    if measure.place and not placing:
+        return f"the task puts the {measure.subject} into a box; it focuses on none"
     if foci < 2:
         return "the thermometer and the subject are focused on first"
     choice = measured_choice(measure, thermometer_readings(measure, steps))

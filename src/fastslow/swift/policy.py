@@ -40,8 +40,10 @@ from fastslow.env.semantics import (
     measured_choice,
     measurement_task,
     measurement_violation,
+    names_subject,
     normalize,
-    subject_words,
+    room_called,
+    subject_focus,
     teleport_targets,
     thermometer_readings,
 )
@@ -84,7 +86,7 @@ class SafetyPolicy:
         if not measure.place or not action.startswith("move ") or " to " not in action:
             return None
         moved, box = action[len("move ") :].rsplit(" to ", 1)
-        return normalize(box) if subject_words(measure.subject) <= set(normalize(moved).split()) else None
+        return normalize(box) if names_subject(focus_head(moved), measure.subject) else None
 
     def focus_allowed(
         self,
@@ -128,7 +130,11 @@ class SafetyPolicy:
             return None
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
-            return self._measured_box(measure, current)
+            decided = self._measured_box(measure, current)
+            # a judged action that changed nothing here is not repeated (the no-effect rule): a focus
+            # on orange juice in a closed fridge is in the valid list but unknown to ScienceWorld
+            blocked = decided is not None and self._blocked.get(decided) == (current.look, current.inventory)
+            return None if blocked else decided
         if task_name not in LIFE_STAGE_TASKS:
             return None
         rooms = teleport_targets(current.valid_actions)
@@ -145,9 +151,14 @@ class SafetyPolicy:
         )
 
     def _measured_box(self, measure: Measurement, current: StepResult) -> str | None:
-        """The valid action choosing the box the readings decide (shortest text first), else None."""
+        """The task's next focus: the subject once the thermometer is focused on ("First, focus on the
+        thermometer. Next, focus on the tin."; Swift never saw the test variations' substances), then
+        the valid action choosing the box the readings decide (shortest text first); else None."""
+        foci = [focus_head(a[9:]) for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o)]
+        if foci == ["thermometer"]:
+            return subject_focus(measure, current.valid_actions, current.look, current.inventory)
         choice = measured_choice(measure, thermometer_readings(measure, self._steps))
-        if choice is None or self._foci() < 2:
+        if choice is None or len(foci) < 2:
             return None
         if measure.place:
             picks = [a for a in current.valid_actions if self._placement(a, measure) == choice]
@@ -155,7 +166,26 @@ class SafetyPolicy:
             picks = [
                 a for a in current.valid_actions if a.startswith("focus on ") and focus_head(a[9:]) == choice
             ]
-        return min(picks, key=len, default=None)
+        if picks:
+            return min(picks, key=len)
+        # The box is not in reach: take the subject along (a placing task) and go where the task says
+        # the boxes are.
+        if measure.place:
+            carried = any(
+                names_subject(focus_head(line.strip()), measure.subject)
+                for line in current.inventory.lower().splitlines()
+            )
+            if not carried:
+                grabs = [
+                    a
+                    for a in current.valid_actions
+                    if a.startswith("pick up ") and names_subject(focus_head(a[8:]), measure.subject)
+                ]
+                return min(grabs, key=len, default=None)
+        room = measure.boxes_in
+        if room and room_called(current.look) != room and f"teleport to {room}" in current.valid_actions:
+            return f"teleport to {room}"
+        return None
 
     def adjust(
         self,
@@ -183,7 +213,8 @@ class SafetyPolicy:
                 or (
                     measure is not None
                     and box is not None
-                    and measurement_violation(measure, box, self._steps, self._foci()) is not None
+                    and measurement_violation(measure, box, self._steps, self._foci(), placing=True)
+                    is not None
                 )
                 or self._blocked.get(action) == fingerprint
                 or (
