@@ -14,9 +14,10 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   a container's contents the task does not name ("substance in metal pot" holding water when the task
   boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too), and in the
   life-stages tasks only on the earliest stage left (``env.semantics.life_stage_violation``, Gate-1 too).
-- **Measurement judgement**: in the thermometer tasks a box is chosen (focused on, or the subject put
-  into it) only after the thermometer and the subject were focused on and the readings decide which box
-  (``env.semantics.measurement_violation``, Gate-1 too for the focus); the decided one is proposed.
+- **Measurement judgement**: in the thermometer tasks only the thermometer, the subject and the boxes
+  are focused on, and a box is chosen (focused on, or the subject put into it) only after the
+  thermometer and the subject were focused on and the readings decide which box
+  (``env.semantics.measurement_violation``, Gate-1 too for the focus); the task's next step is proposed.
 """
 
 from __future__ import annotations
@@ -124,13 +125,12 @@ class SafetyPolicy:
         """A step training cannot imitate for unseen objects, decided by rule: in the life-stages tasks,
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
-        tasks, the box the readings decide once the thermometer and the subject are focused on. None
-        otherwise."""
+        tasks, the task's next step (``_measurement_step``). None otherwise."""
         if not self.focus_rule:
             return None
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
-            decided = self._measured_box(measure, current)
+            decided = self._measurement_step(measure, current)
             # a judged action that changed nothing here is not repeated (the no-effect rule): a focus
             # on orange juice in a closed fridge is in the valid list but unknown to ScienceWorld
             blocked = decided is not None and self._blocked.get(decided) == (current.look, current.inventory)
@@ -150,10 +150,12 @@ class SafetyPolicy:
             default=None,
         )
 
-    def _measured_box(self, measure: Measurement, current: StepResult) -> str | None:
-        """The task's next focus: the subject once the thermometer is focused on ("First, focus on the
-        thermometer. Next, focus on the tin."; Swift never saw the test variations' substances), then
-        the valid action choosing the box the readings decide (shortest text first); else None."""
+    def _measurement_step(self, measure: Measurement, current: StepResult) -> str | None:
+        """A thermometer task's next step: the subject's focus once the thermometer is focused on
+        ("First, focus on the thermometer. Next, focus on the tin."; Swift never saw the test variations'
+        substances), then the valid action choosing the box the readings decide (shortest text first),
+        or, that box out of reach, picking the subject up (a placing task) and going to the room the
+        task says the boxes are in; else None."""
         foci = [focus_head(a[9:]) for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o)]
         if foci == ["thermometer"]:
             return subject_focus(measure, current.valid_actions, current.look, current.inventory)
