@@ -78,9 +78,12 @@ class SafetyPolicy:
     def _measurement(self, task_name: str, task_description: str) -> Measurement | None:
         return measurement_task(task_description) if task_name in MEASUREMENT_TASKS else None
 
+    def _confirmed_foci(self) -> list[str]:
+        """Heads of the focus actions ScienceWorld confirmed so far, in order."""
+        return [focus_head(a[9:]) for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o)]
+
     def _foci(self) -> int:
-        """Focus actions ScienceWorld confirmed so far."""
-        return sum(1 for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o))
+        return len(self._confirmed_foci())
 
     def _placement(self, action: str, measure: Measurement) -> str | None:
         """The box of a "move <subject> ... to <box>" action of a placing measurement task, else None."""
@@ -156,7 +159,7 @@ class SafetyPolicy:
         substances), then the valid action choosing the box the readings decide (shortest text first),
         or, that box out of reach, picking the subject up (a placing task) and going to the room the
         task says the boxes are in; else None."""
-        foci = [focus_head(a[9:]) for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o)]
+        foci = self._confirmed_foci()
         if foci == ["thermometer"]:
             return subject_focus(measure, current.valid_actions, current.look, current.inventory)
         choice = measured_choice(measure, thermometer_readings(measure, self._steps))
