@@ -56,7 +56,10 @@ def _comparable(events: list[Event]) -> list[dict[str, Any]]:
 # a room's objects in another order after each reset, so even swift-only twice differs in Swift's scores.
 # Task 13 left the list when the life-stages judgement made Swift focus on the seedling and wait: the
 # growing plants then differ between two swift-only runs too (task 9 replays identically instead).
-@pytest.mark.parametrize("task", [0, 9, 22, 25])
+# Task 22 left it when the matter procedure (swift/matter.py) took its test episode to a kitchen with
+# two metal pots: which one the ambiguity answer picks differs between resets (task 1 replays
+# identically instead).
+@pytest.mark.parametrize("task", [0, 1, 9, 25])
 def test_swift_only_equals_swift_srm_minus_srm(env: ScienceWorldAdapter, task: int) -> None:
     """Same episode, swift-only vs swift-srm with ``srm.enabled=false``: identical event streams."""
     episode = select_episodes("test", str(task), None, 1)[0]

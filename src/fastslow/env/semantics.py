@@ -14,7 +14,8 @@ Both are cached: the controller builds a grounder over the ~1-3k valid actions a
 **Judgements** (issue #16) the fast pathway's policy and Gate-1 share: what a focus lands on
 (``focus_contents_mismatch``), the life-stages order (``life_stage_violation``) and the thermometer
 tasks' box (``measurement_violation``, reading substance states; its one data file, the substance
-knowledge ``env/data/substances.json``, is read here with the standard library too).
+knowledge ``env/data/substances.json``, is read here with the standard library too), and the matter
+tasks' subject and goal state (``matter_task``, ``subject_names``).
 
 **Feedback.** ``classify_feedback`` puts every observation in one ``Feedback`` class, first match wins:
 
@@ -728,6 +729,77 @@ def measurement_violation(
     if choice != box:
         return f"the readings put the {measure.quantity} on the {choice}'s side"
     return None
+
+
+# -- matter tasks: a substance's change of state -----------------------------------------------------
+
+MATTER_TASKS = frozenset({"boil", "melt", "freeze", "change-the-state-of-matter-of"})
+"""Tasks that focus on a substance and then change its state of matter."""
+_MATTER = re.compile(
+    r"your task is to (boil|melt|freeze|change the state of matter of) (?:the |a |an )?([a-z][a-z ]*?)\."
+)
+_GOALS: dict[str, Literal["solid", "liquid", "gas", "any"]] = {
+    "boil": "gas",
+    "melt": "liquid",
+    "freeze": "solid",
+    "change the state of matter of": "any",
+}
+_OBJECT_SPLIT = re.compile(r"[\n\t,:;()]|\. ")
+_OBJECT_PREFIXES = ("containing ", "a substance called ", "substance called ", "a ", "an ", "the ", "some ")
+
+
+@dataclass(frozen=True)
+class MatterChange:
+    """What a matter task asks: focus on ``subject``, then bring it into the ``goal`` state ("any":
+    any change; boil accepts combustion too)."""
+
+    subject: str
+    goal: Literal["solid", "liquid", "gas", "any"]
+
+
+def matter_task(task_description: str) -> MatterChange | None:
+    """The change a matter task asks for ("Your task is to boil lead." -> lead, gas), or None."""
+    match = _MATTER.search(" ".join(task_description.lower().split()))
+    if match is None:
+        return None
+    return MatterChange(subject=match.group(2).strip(), goal=_GOALS[match.group(1)])
+
+
+def object_names(text: str) -> list[str]:
+    """The names of the objects a look, inventory or observation lists, nested ones included, in
+    canonical form ("a metal pot (containing a substance called liquid lead)" -> "metal pot",
+    "liquid lead"); descriptions after a name ("which is turned on") stay out."""
+    names = []
+    for part in _OBJECT_SPLIT.split(text.lower()):
+        part = part.strip().rstrip(".")
+        changed = True
+        while changed:
+            changed = False
+            for prefix in _OBJECT_PREFIXES:
+                if part.startswith(prefix):
+                    part, changed = part[len(prefix) :], True
+        head = normalize(part.split(" which ", 1)[0])
+        if head:
+            names.append(head)
+    return names
+
+
+def subject_names(text: str, subject: str) -> list[str]:
+    """The names ``text`` gives the subject under any of its states ("liquid lead", "lead"; for water
+    "ice", "water", "steam"), in order."""
+    return [name for name in object_names(text) if names_subject(name, subject)]
+
+
+def object_line(look: str, name: str) -> str:
+    """The look's line of the top-level object called ``name`` (its contents are on that line:
+    "a blast furnace, which is turned on. ... In the blast furnace is: a metal pot (...)"), '' if none."""
+    for line in look.lower().splitlines():
+        text = line.strip()
+        for prefix in ("a ", "an ", "the "):
+            text = text.removeprefix(prefix)
+        if text.startswith(name) and (len(text) == len(name) or not text[len(name)].isalnum()):
+            return text
+    return ""
 
 
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:

@@ -18,6 +18,8 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   are focused on, and a box is chosen (focused on, or the subject put into it) only after the
   thermometer and the subject were focused on and the readings decide which box
   (``env.semantics.measurement_violation``, Gate-1 too for the focus); the task's next step is proposed.
+- **Matter procedure**: in boil, melt, freeze and change-the-state tasks the substance is found,
+  focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
     LIFE_STAGE_TASKS,
+    MATTER_TASKS,
     MEASUREMENT_TASKS,
     Measurement,
     focus_confirmed,
@@ -38,6 +41,7 @@ from fastslow.env.semantics import (
     focus_head,
     life_stage,
     life_stage_violation,
+    matter_task,
     measured_choice,
     measurement_task,
     measurement_violation,
@@ -49,6 +53,7 @@ from fastslow.env.semantics import (
     thermometer_readings,
 )
 from fastslow.swift.features import FloatArray, arguments, words
+from fastslow.swift.matter import matter_step
 
 _EXEMPT_PREFIXES = ("wait",)
 NAMED_ONLY = "<named-only>"
@@ -68,12 +73,18 @@ class SafetyPolicy:
     _focused: set[str] = field(default_factory=set)
     _steps: list[tuple[str, str]] = field(default_factory=list)
     """Every executed (action, observation) of the episode (the measurement judgement reads them)."""
+    _looks: list[str] = field(default_factory=list)
+    """The look after each executed step (the matter procedure reads how long the stove had the subject)."""
+    _rooms: dict[str, str] = field(default_factory=dict)
+    """The last look of every room seen (the matter procedure searches the rooms not seen)."""
 
     def reset(self) -> None:
         self._blocked.clear()
         self._recent.clear()
         self._focused.clear()
         self._steps.clear()
+        self._rooms.clear()
+        self._looks.clear()
 
     def _measurement(self, task_name: str, task_description: str) -> Measurement | None:
         return measurement_task(task_description) if task_name in MEASUREMENT_TASKS else None
@@ -128,15 +139,29 @@ class SafetyPolicy:
         """A step training cannot imitate for unseen objects, decided by rule: in the life-stages tasks,
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
-        tasks, the task's next step (``_measurement_step``). None otherwise."""
+        tasks, the task's next step (``_measurement_step``); in the matter tasks (boil, melt, freeze,
+        change the state), the procedure's next step (``swift.matter``). None otherwise."""
         if not self.focus_rule:
             return None
+        fingerprint = (current.look, current.inventory)
+        matter = matter_task(current.task_description) if task_name in MATTER_TASKS else None
+        if matter is not None:
+            self._rooms[room_called(current.look)] = current.look
+            return matter_step(
+                matter,
+                current,
+                self._steps,
+                self._looks,
+                [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")],
+                self._rooms,
+                lambda action: self._blocked.get(action) != fingerprint,
+            )
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)
             # a judged action that changed nothing here is not repeated (the no-effect rule): a focus
             # on orange juice in a closed fridge is in the valid list but unknown to ScienceWorld
-            blocked = decided is not None and self._blocked.get(decided) == (current.look, current.inventory)
+            blocked = decided is not None and self._blocked.get(decided) == fingerprint
             return None if blocked else decided
         if task_name not in LIFE_STAGE_TASKS:
             return None
@@ -236,6 +261,8 @@ class SafetyPolicy:
 
     def observe(self, before: StepResult, action: str, after: StepResult) -> None:
         self._recent.append(action)
+        self._rooms[room_called(after.look)] = after.look
+        self._looks.append(after.look)
         self._steps.append((action, after.observation))
         if action.startswith("focus on "):
             self._focused.add(action[len("focus on ") :])
