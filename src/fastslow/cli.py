@@ -526,6 +526,24 @@ def data_substances(
     print(json.dumps({"substances": len(data["substances"]), "plain_state_known": known}))
 
 
+@data_app.command("paints")
+def data_paints(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+    ] = None,
+) -> None:
+    """Read the gold paths of every train variation of the paint tasks into which primaries make which
+    secondary colour (the paint judgement)."""
+    from fastslow.env.semantics import paints_path
+    from fastslow.swift.knowledge import build_paints
+
+    target = out or paints_path()
+    data = build_paints(progress=lambda line: console.print(line, highlight=False))
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    console.print(f"wrote {target}")
+    print(json.dumps({"secondaries": len(data["secondaries"]), "primaries": len(data["primaries"])}))
+
+
 @train_app.command("swift")
 def train_swift_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],

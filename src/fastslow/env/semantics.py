@@ -54,7 +54,7 @@ from enum import StrEnum
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -800,6 +800,87 @@ def object_line(look: str, name: str) -> str:
         if text.startswith(name) and (len(text) == len(name) or not text[len(name)].isalnum()):
             return text
     return ""
+
+
+# -- paint tasks: colours mixed from others -----------------------------------------------------------
+# "Your task is to use chemistry to create green paint." (a secondary colour, mixed from two primaries)
+# or "... green-blue paint. When you are part-way done, focus on the intermediate (secondary color)
+# paint" (a tertiary: the secondary of its name, mixed first and focused on, then its primary added).
+# Which primaries make which secondary is what train gold paths pour before each focus: ``fastslow
+# data paints`` writes ``env/data/paints.json``; a secondary no train path mixed is the one pair of
+# primaries no known secondary uses (train shows green and orange; violet is then red and blue).
+
+PAINT_TASKS = frozenset({"chemistry-mix-paint-secondary-color", "chemistry-mix-paint-tertiary-color"})
+PAINTS_FILE = "paints.json"
+_PAINT = re.compile(r"your task is to use chemistry to create ([a-z]+(?:-[a-z]+)?) paint\.")
+
+
+@dataclass(frozen=True)
+class PaintTask:
+    """The colours a paint task focuses on, in order: the secondary, then the tertiary if it asks one."""
+
+    colours: tuple[str, ...]
+
+
+def paint_task(task_description: str) -> PaintTask | None:
+    """The colours a paint task makes ("green-blue" -> green, then green-blue), or None."""
+    match = _PAINT.search(" ".join(task_description.lower().split()))
+    if match is None:
+        return None
+    target = match.group(1)
+    parts = target.split("-")
+    if len(parts) == 1:
+        return PaintTask((target,))
+    secondaries = set(_paints().get("secondaries", {}))
+    secondary = next((p for p in parts if p in secondaries), None) or next(
+        (p for p in parts if p not in _paints().get("primaries", [])), parts[-1]
+    )
+    return PaintTask((secondary, target))
+
+
+def paints_path() -> Path:
+    return Path(str(resources.files("fastslow.env").joinpath("data", PAINTS_FILE)))
+
+
+@cache
+def _paints() -> dict[str, Any]:
+    path = paints_path()
+    if not path.exists():
+        return {}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def paint_recipe(colour: str) -> tuple[str, ...]:
+    """The colours mixed into ``colour``: a tertiary's two parts ("green-blue" -> green, blue), a
+    secondary's two primaries as train gold paths mixed them, or by elimination the one primary pair
+    no known secondary uses; () when nothing tells (a primary, or an unknown colour)."""
+    if "-" in colour:
+        return tuple(colour.split("-"))
+    secondaries: dict[str, list[str]] = _paints().get("secondaries", {})
+    primaries: list[str] = _paints().get("primaries", [])
+    if colour in secondaries:
+        return tuple(secondaries[colour])
+    if colour in primaries:
+        return ()
+    used = {frozenset(pair) for pair in secondaries.values()}
+    free = [
+        (a, b) for i, a in enumerate(primaries) for b in primaries[i + 1 :] if frozenset((a, b)) not in used
+    ]
+    return free[0] if len(free) == 1 else ()
+
+
+def open_closed(look: str, valid: Sequence[str]) -> str | None:
+    """A valid "open X" for a container the look shows closed (not a door to another room), else None."""
+    for action in valid:
+        if not action.startswith("open ") or action.startswith("open door"):
+            continue
+        name = action[len("open ") :]
+        line = object_line(look, name) or look.lower()
+        last = name.split()[-1]
+        if f"{last} door is closed" in line or f"{name} is closed" in line:
+            return action
+    return None
 
 
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:

@@ -1,5 +1,6 @@
-"""``fastslow data substances``: train gold paths replayed into the substance knowledge the thermometer
-judgement reads (``env.semantics``, substances; issue #16, knowledge for unseen objects).
+"""``fastslow data substances`` and ``fastslow data paints``: train gold paths replayed into the
+knowledge the judgements read (``env.semantics``: substances for the thermometer tasks, paint recipes
+for the paint tasks; issue #16, knowledge for unseen objects).
 
 Only train variations are replayed (dev and test are what the evaluation plays), ``PER_TASK`` of each
 knowledge task spread over its train split (its variations differ by substance); every text a step
@@ -9,6 +10,7 @@ every thermometer reading on a substance named with its state bounds that substa
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -128,4 +130,59 @@ def build_substances(
         "simplification": simplification,
         "scienceworld_version": scienceworld.__version__,
         "substances": substances,
+    }
+
+
+PAINT_TASK_IDS = (3, 4)
+"""chemistry-mix-paint-secondary-color and -tertiary-color."""
+_POURED = re.compile(r"containing ([a-z]+) paint")
+
+
+def recipes_of(actions: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Secondary colour -> the two colours a gold path poured before focusing on it ("pour cup
+    containing blue paint in art studio in jug", "... yellow paint ...", "mix jug", "focus on green
+    paint" -> green: blue, yellow)."""
+    out: dict[str, frozenset[str]] = {}
+    poured: list[str] = []
+    for action in actions:
+        if action.startswith("pour "):
+            found = _POURED.search(action)
+            if found:
+                poured.append(found.group(1))
+        elif action.startswith("focus on ") and action.endswith(" paint"):
+            colour = action[len("focus on ") : -len(" paint")]
+            if "-" not in colour and len(set(poured)) == 2:
+                out[colour] = frozenset(poured)
+            poured = [colour]
+    return out
+
+
+def build_paints(
+    tasks: Sequence[int] = PAINT_TASK_IDS,
+    simplification: str = "easy",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The paint knowledge file's content: the recipe of every secondary colour the gold paths of all
+    train variations of the paint tasks mix, and the primaries (colours poured, never mixed)."""
+    import scienceworld
+
+    recipes: dict[str, frozenset[str]] = {}
+    poured: set[str] = set()
+    with ScienceWorldAdapter(simplification=simplification) as env:
+        for task_id in tasks:
+            variations = get_task(task_id).variations["train"]
+            for variation in variations:
+                env.reset(task_id, variation, gold=True)
+                recipes.update(recipes_of(env.gold_actions))
+                poured.update(m.group(1) for a in env.gold_actions if (m := _POURED.search(a)))
+            if progress is not None:
+                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+    return {
+        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data paints",
+        "split": "train",
+        "tasks": list(tasks),
+        "simplification": simplification,
+        "scienceworld_version": scienceworld.__version__,
+        "secondaries": {colour: sorted(pair) for colour, pair in sorted(recipes.items())},
+        "primaries": sorted(poured - set(recipes)),
     }

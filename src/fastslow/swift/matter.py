@@ -35,10 +35,12 @@ from fastslow.env.semantics import (
     known_plain_states,
     names_subject,
     object_line,
+    open_closed,
     resolve_focus_target,
     room_called,
     subject_names,
     substance_state,
+    teleport_targets,
 )
 
 POT = "metal pot"
@@ -107,7 +109,10 @@ def _find_and_focus(
     task: MatterChange, current: StepResult, valid: Sequence[str], here: str, rooms: Mapping[str, str]
 ) -> str | None:
     foci = []
-    for action in valid:
+    # The valid actions name what a closed fridge holds too, but focusing on it is an unknown action:
+    # only a subject the look or inventory shows is focused on.
+    visible = bool(subject_names(f"{current.look}\n{current.inventory}", task.subject))
+    for action in valid if visible else ():
         target = focus_target(action)
         if target is None:
             continue
@@ -116,10 +121,10 @@ def _find_and_focus(
             foci.append(action)
     if foci:  # the plain name first ("focus on lead", not "focus on lead in metal pot")
         return min(foci, key=lambda a: (not names_subject(focus_head(a[9:]), task.subject), len(a)))
-    opener = _open_closed(current.look, valid)
+    opener = open_closed(current.look, valid)
     if opener is not None:
         return opener
-    unseen = [r for r in _teleports(valid) if r not in rooms and r != here]
+    unseen = [r for r in teleport_targets(valid) if r not in rooms and r != here]
     unseen.sort(key=lambda r: (r not in SEARCH_FIRST, SEARCH_FIRST.index(r) if r in SEARCH_FIRST else 0, r))
     return f"teleport to {unseen[0]}" if unseen else None
 
@@ -157,7 +162,7 @@ def _device(
                 if object_line(look, cooler):
                     return cooler, room
         return COOLERS[-1], POT_ROOM
-    teleports = _teleports(current.valid_actions) | {room_called(current.look)}
+    teleports = teleport_targets(current.valid_actions) | {room_called(current.look)}
     usable = [heater for heater in HEATERS if heater[1] in teleports] or [STOVE]
     for heater, room in usable[:-1]:
         broken = any(a == f"activate {heater}" and "broken" in o for a, o in steps)
@@ -209,7 +214,7 @@ def _pot_step(current: StepResult, valid: Sequence[str], here: str) -> str | Non
     if grab is not None:
         return grab
     if here == POT_ROOM:
-        return _open_closed(current.look, valid)
+        return open_closed(current.look, valid)
     return _teleport(POT_ROOM, valid)
 
 
@@ -237,27 +242,10 @@ def _pick_up(task: MatterChange, valid: Sequence[str]) -> str | None:
     return min(picks, key=len, default=None)
 
 
-def _open_closed(look: str, valid: Sequence[str]) -> str | None:
-    """An "open X" for a container the look shows closed (not a door to another room)."""
-    for action in valid:
-        if not action.startswith("open ") or action.startswith("open door"):
-            continue
-        name = action[len("open ") :]
-        line = object_line(look, name) or look.lower()
-        last = name.split()[-1]
-        if f"{last} door is closed" in line or f"{name} is closed" in line:
-            return action
-    return None
-
-
 def _device_action(valid: Sequence[str], verb: str, device: str) -> str | None:
     """``verb device`` as the valid actions spell it: by its name, or by its last word as ScienceWorld
     refers to some devices ("open freezer" opens the ultra low temperature freezer)."""
     return _first(valid, f"{verb} {device}") or _first(valid, f"{verb} {device.split()[-1]}")
-
-
-def _teleports(valid: Sequence[str]) -> set[str]:
-    return {a[len("teleport to ") :] for a in valid if a.startswith("teleport to ")}
 
 
 def _teleport(room: str, valid: Sequence[str]) -> str | None:

@@ -18,8 +18,9 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   are focused on, and a box is chosen (focused on, or the subject put into it) only after the
   thermometer and the subject were focused on and the readings decide which box
   (``env.semantics.measurement_violation``, Gate-1 too for the focus); the task's next step is proposed.
-- **Matter procedure**: in boil, melt, freeze and change-the-state tasks the substance is found,
-  focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``).
+- **Matter and paint procedures**: in boil, melt, freeze and change-the-state tasks the substance is
+  found, focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``); in
+  the paint tasks the colours are poured, mixed and focused on (``swift.paint``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from fastslow.env.semantics import (
     LIFE_STAGE_TASKS,
     MATTER_TASKS,
     MEASUREMENT_TASKS,
+    PAINT_TASKS,
     Measurement,
     focus_confirmed,
     focus_contents_mismatch,
@@ -47,6 +49,7 @@ from fastslow.env.semantics import (
     measurement_violation,
     names_subject,
     normalize,
+    paint_task,
     room_called,
     subject_focus,
     teleport_targets,
@@ -54,6 +57,7 @@ from fastslow.env.semantics import (
 )
 from fastslow.swift.features import FloatArray, arguments, words
 from fastslow.swift.matter import matter_step
+from fastslow.swift.paint import paint_step
 
 _EXEMPT_PREFIXES = ("wait",)
 NAMED_ONLY = "<named-only>"
@@ -140,22 +144,23 @@ class SafetyPolicy:
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
         tasks, the task's next step (``_measurement_step``); in the matter tasks (boil, melt, freeze,
-        change the state), the procedure's next step (``swift.matter``). None otherwise."""
+        change the state) and the paint tasks, their procedure's next step (``swift.matter``,
+        ``swift.paint``). None otherwise."""
         if not self.focus_rule:
             return None
         fingerprint = (current.look, current.inventory)
+        self._rooms[room_called(current.look)] = current.look
+        landed = [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")]
+
+        def fresh(action: str) -> bool:
+            return self._blocked.get(action) != fingerprint
+
         matter = matter_task(current.task_description) if task_name in MATTER_TASKS else None
         if matter is not None:
-            self._rooms[room_called(current.look)] = current.look
-            return matter_step(
-                matter,
-                current,
-                self._steps,
-                self._looks,
-                [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")],
-                self._rooms,
-                lambda action: self._blocked.get(action) != fingerprint,
-            )
+            return matter_step(matter, current, self._steps, self._looks, landed, self._rooms, fresh)
+        paint = paint_task(current.task_description) if task_name in PAINT_TASKS else None
+        if paint is not None:
+            return paint_step(paint, current, self._steps, landed, self._rooms, fresh)
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)
