@@ -883,6 +883,39 @@ def open_closed(look: str, valid: Sequence[str]) -> str | None:
     return None
 
 
+# -- inclined planes: which of two planes a block slides down slower ---------------------------------
+
+INCLINE_TASKS = frozenset(
+    {
+        "inclined-plane-determine-angle",
+        "inclined-plane-friction-named-surfaces",
+        "inclined-plane-friction-unnamed-surfaces",
+    }
+)
+_INCLINE = re.compile(
+    r"which of the two inclined planes \((?P<a>[^,()]+), (?P<b>[^()]+)\) has the "
+    r"(?P<which>shallowest angle|steepest angle|most friction|least friction)"
+)
+
+
+@dataclass(frozen=True)
+class InclineTask:
+    """The two planes (as the task names them) and whether the slower one is asked for."""
+
+    planes: tuple[str, str]
+    slower: bool
+
+
+def incline_task(task_description: str) -> InclineTask | None:
+    """The planes an inclined-plane task compares and what it asks ("(C, B) has the shallowest
+    angle" -> c, b; the slower), or None."""
+    match = _INCLINE.search(" ".join(task_description.lower().split()))
+    if match is None:
+        return None
+    slower = match.group("which") in ("shallowest angle", "most friction")
+    return InclineTask((normalize(match.group("a")), normalize(match.group("b"))), slower)
+
+
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:
     """Rooms the valid actions can teleport to (under "easy": every room)."""
     prefix = TELEPORT + " "

@@ -20,7 +20,8 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   (``env.semantics.measurement_violation``, Gate-1 too for the focus); the task's next step is proposed.
 - **Matter and paint procedures**: in boil, melt, freeze and change-the-state tasks the substance is
   found, focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``); in
-  the paint tasks the colours are poured, mixed and focused on (``swift.paint``).
+  the paint tasks the colours are poured, mixed and focused on (``swift.paint``); in the inclined-plane
+  tasks a block is timed down each plane and the slower or faster one focused on (``swift.incline``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
+    INCLINE_TASKS,
     LIFE_STAGE_TASKS,
     MATTER_TASKS,
     MEASUREMENT_TASKS,
@@ -41,6 +43,7 @@ from fastslow.env.semantics import (
     focus_confirmed,
     focus_contents_mismatch,
     focus_head,
+    incline_task,
     life_stage,
     life_stage_violation,
     matter_task,
@@ -56,6 +59,7 @@ from fastslow.env.semantics import (
     thermometer_readings,
 )
 from fastslow.swift.features import FloatArray, arguments, words
+from fastslow.swift.incline import incline_choice, incline_step
 from fastslow.swift.matter import matter_step
 from fastslow.swift.paint import paint_step
 
@@ -131,6 +135,14 @@ class SafetyPolicy:
             measure, focus_head(target), self._steps, self._foci()
         ):
             return False  # thermometer, subject, then the box a reading decides; nothing else
+        incline = incline_task(task_description) if task_name in INCLINE_TASKS else None
+        if (
+            incline is not None
+            and current is not None
+            and target.startswith("inclined plane")
+            and target != incline_choice(incline, self._steps, current.valid_actions)
+        ):
+            return False  # a plane only once the trials decide which (swift.incline)
         base = (arguments(action) or [target])[0]
         if base in rooms or target in rooms:
             return False
@@ -144,8 +156,8 @@ class SafetyPolicy:
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
         tasks, the task's next step (``_measurement_step``); in the matter tasks (boil, melt, freeze,
-        change the state) and the paint tasks, their procedure's next step (``swift.matter``,
-        ``swift.paint``). None otherwise."""
+        change the state), the paint and the inclined-plane tasks, their procedure's next step
+        (``swift.matter``, ``swift.paint``, ``swift.incline``). None otherwise."""
         if not self.focus_rule:
             return None
         fingerprint = (current.look, current.inventory)
@@ -161,6 +173,9 @@ class SafetyPolicy:
         paint = paint_task(current.task_description) if task_name in PAINT_TASKS else None
         if paint is not None:
             return paint_step(paint, current, self._steps, landed, self._rooms, fresh)
+        incline = incline_task(current.task_description) if task_name in INCLINE_TASKS else None
+        if incline is not None:
+            return incline_step(incline, current, self._steps)
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)
