@@ -1,4 +1,5 @@
-"""The matter tasks' procedure (issue #16; ``swift.matter``, ``env.semantics.matter_task``) on real
+"""The matter tasks' procedure (issue #16; ``swift.matter``, ``env.semantics.matter_task``) and the
+grow-plant one (``swift.grow``) on real
 ScienceWorld: swift-only plays dev variations whose substances no train variation shows (lead and
 rubber kept in the workshop, ice cream in the freezer, soap beside a broken stove) and the procedure
 finds the substance, focuses on it first, puts it into the metal pot and heats or cools it as the task
@@ -13,7 +14,9 @@ from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import (
+    GrowTask,
     MatterChange,
+    grow_task,
     matter_task,
     object_line,
     object_names,
@@ -96,3 +99,20 @@ def test_a_broken_stove_hands_the_pot_to_the_oven(env: ScienceWorldAdapter) -> N
     broken = next(i for i, o in enumerate(observations) if "broken" in o)
     assert actions[broken] == "activate stove"
     assert actions[broken + 1 : broken + 4] == ["pick up metal pot", "open oven", "move metal pot to oven"]
+
+
+def test_swift_only_grows_a_plant_from_a_seed_in_another_room(env: ScienceWorldAdapter) -> None:
+    """grow-plant (``swift.grow``), dev variation 63: the seeds are in the bedroom, where the valid list
+    names the seed jar only by its material, so a seed is taken out of it; sown in the greenhouse,
+    focused on, its pot watered from the sink until the plant reproduces."""
+    task = grow_task(env.reset(11, 63).task_description)
+    assert task == GrowTask("cherry", "bedroom")
+    actions, observations, score = _play(env, 11, 63)
+    assert score == 100
+    assert actions[0] == "teleport to bedroom" and "teleport to greenhouse" in actions
+    sown = next(
+        i for i, o in enumerate(observations) if o.startswith("You move the cherry seed to the flower pot")
+    )
+    focus = actions.index("focus on cherry seed")
+    assert sown < focus and observations[focus] == "You focus on the cherry seed."
+    assert "pour jug into flower pot 1" in actions[focus:]

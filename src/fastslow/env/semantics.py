@@ -883,6 +883,29 @@ def open_closed(look: str, valid: Sequence[str]) -> str | None:
     return None
 
 
+# -- growing a plant from seed -----------------------------------------------------------------------
+
+GROW_TASKS = frozenset({"grow-plant"})
+_GROW = re.compile(
+    r"your task is to grow (?:a |an )?([a-z ]+?) plant from seed\. seeds can be found in the ([a-z ]+?)\."
+)
+
+
+@dataclass(frozen=True)
+class GrowTask:
+    """The plant a grow task asks for and the room its seeds are in."""
+
+    plant: str
+    seeds_in: str
+
+
+def grow_task(task_description: str) -> GrowTask | None:
+    """ "Your task is to grow a apple plant from seed. Seeds can be found in the kitchen." -> apple,
+    kitchen; None for another task."""
+    match = _GROW.search(" ".join(task_description.lower().split()))
+    return GrowTask(match.group(1).strip(), match.group(2).strip()) if match else None
+
+
 # -- inclined planes: which of two planes a block slides down slower ---------------------------------
 
 INCLINE_TASKS = frozenset(

@@ -21,7 +21,8 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
 - **Matter and paint procedures**: in boil, melt, freeze and change-the-state tasks the substance is
   found, focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``); in
   the paint tasks the colours are poured, mixed and focused on (``swift.paint``); in the inclined-plane
-  tasks a block is timed down each plane and the slower or faster one focused on (``swift.incline``).
+  tasks a block is timed down each plane and the slower or faster one focused on (``swift.incline``);
+  in grow-plant a seed is sown, focused on and its pot kept watered (``swift.grow``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
+    GROW_TASKS,
     INCLINE_TASKS,
     LIFE_STAGE_TASKS,
     MATTER_TASKS,
@@ -43,6 +45,7 @@ from fastslow.env.semantics import (
     focus_confirmed,
     focus_contents_mismatch,
     focus_head,
+    grow_task,
     incline_task,
     life_stage,
     life_stage_violation,
@@ -59,6 +62,7 @@ from fastslow.env.semantics import (
     thermometer_readings,
 )
 from fastslow.swift.features import FloatArray, arguments, words
+from fastslow.swift.grow import grow_step
 from fastslow.swift.incline import incline_choice, incline_step
 from fastslow.swift.matter import matter_step
 from fastslow.swift.paint import paint_step
@@ -156,8 +160,9 @@ class SafetyPolicy:
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
         tasks, the task's next step (``_measurement_step``); in the matter tasks (boil, melt, freeze,
-        change the state), the paint and the inclined-plane tasks, their procedure's next step
-        (``swift.matter``, ``swift.paint``, ``swift.incline``). None otherwise."""
+        change the state), the paint, the inclined-plane and the grow-plant tasks, their procedure's
+        next step (``swift.matter``, ``swift.paint``, ``swift.incline``, ``swift.grow``). None
+        otherwise."""
         if not self.focus_rule:
             return None
         fingerprint = (current.look, current.inventory)
@@ -176,6 +181,9 @@ class SafetyPolicy:
         incline = incline_task(current.task_description) if task_name in INCLINE_TASKS else None
         if incline is not None:
             return incline_step(incline, current, self._steps)
+        grow = grow_task(current.task_description) if task_name in GROW_TASKS else None
+        if grow is not None:
+            return grow_step(grow, current, landed, fresh)
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)
