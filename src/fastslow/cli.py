@@ -544,6 +544,24 @@ def data_paints(
     print(json.dumps({"secondaries": len(data["secondaries"]), "primaries": len(data["primaries"])}))
 
 
+@data_app.command("circuits")
+def data_circuits(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+    ] = None,
+) -> None:
+    """Read the gold paths of every train variation of the power tasks into which power sources are
+    renewable and where they are wired (the circuit judgement)."""
+    from fastslow.env.semantics import circuits_path
+    from fastslow.swift.knowledge import build_circuits
+
+    target = out or circuits_path()
+    data = build_circuits(progress=lambda line: console.print(line, highlight=False))
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    console.print(f"wrote {target}")
+    print(json.dumps({"sources": len(data["sources"])}))
+
+
 @train_app.command("swift")
 def train_swift_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],

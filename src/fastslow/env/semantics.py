@@ -883,6 +883,53 @@ def open_closed(look: str, valid: Sequence[str]) -> str | None:
     return None
 
 
+# -- power components: a circuit that lights a bulb --------------------------------------------------
+# "Your task is to turn on the red light bulb [by powering it using a (non)renewable power source].
+# First, focus on ..." (the device can be an electric motor too).
+# Which power sources are renewable, and where train gold paths build the circuit with each (a solar
+# panel works outside), is what ``fastslow data circuits`` reads off train gold paths into
+# ``env/data/circuits.json``.
+
+POWER_TASKS = frozenset({"power-component", "power-component-renewable-vs-nonrenewable-energy"})
+CIRCUITS_FILE = "circuits.json"
+_POWER = re.compile(
+    r"your task is to turn on the ([a-z ]+?)"
+    r"(?: by powering it using a (renewable|nonrenewable) power source)?\. first, focus on"
+)
+
+
+@dataclass(frozen=True)
+class PowerTask:
+    """The device to power (a light bulb, an electric motor) and the kind of power source the task asks
+    for (None: any)."""
+
+    device: str
+    kind: Literal["renewable", "nonrenewable"] | None
+
+
+def power_task(task_description: str) -> PowerTask | None:
+    match = _POWER.search(" ".join(task_description.lower().split()))
+    if match is None:
+        return None
+    kind = match.group(2)
+    return PowerTask(match.group(1), "renewable" if kind == "renewable" else "nonrenewable" if kind else None)
+
+
+def circuits_path() -> Path:
+    return Path(str(resources.files("fastslow.env").joinpath("data", CIRCUITS_FILE)))
+
+
+@cache
+def known_sources() -> dict[str, dict[str, Any]]:
+    """Power source -> {"renewable": bool | None, "room": where train gold paths wired it, "activate":
+    whether they switched it on}; empty when the shipped file is missing."""
+    path = circuits_path()
+    if not path.exists():
+        return {}
+    sources: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["sources"]
+    return sources
+
+
 # -- growing a plant from seed -----------------------------------------------------------------------
 
 GROW_TASKS = frozenset({"grow-plant"})

@@ -186,3 +186,63 @@ def build_paints(
         "secondaries": {colour: sorted(pair) for colour, pair in sorted(recipes.items())},
         "primaries": sorted(poured - set(recipes)),
     }
+
+
+POWER_TASK_IDS = (25, 26)
+"""power-component and power-component-renewable-vs-nonrenewable-energy."""
+
+
+def sources_of(description: str, actions: Sequence[str], start_room: str) -> dict[str, dict[str, Any]]:
+    """Power source -> whether the task called it renewable (None: the task did not say), the room
+    the gold path wired it in ("connect solar panel anode to black wire terminal 1" after "go to
+    outside") and whether it then switched it on ("activate nuclear generator")."""
+    text = " ".join(description.lower().split())
+    renewable = None if "power source" not in text else "nonrenewable" not in text
+    room = start_room
+    out: dict[str, dict[str, Any]] = {}
+    for action in actions:
+        if action.startswith(("go to ", "teleport to ")):
+            room = action.split(" to ", 1)[1]
+        elif action.startswith("connect ") and " anode to " in action:
+            source = action[len("connect ") :].split(" anode to ", 1)[0]
+            if "wire" not in source:
+                out[source] = {"renewable": renewable, "room": room, "activate": False}
+        elif action.startswith("activate ") and action[len("activate ") :] in out:
+            out[action[len("activate ") :]]["activate"] = True  # a generator is switched on once wired
+    return out
+
+
+def build_circuits(
+    tasks: Sequence[int] = POWER_TASK_IDS,
+    simplification: str = "easy",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The circuit knowledge file's content: every power source the gold paths of all train variations
+    of the power tasks wire, renewable or not (as the renewable task says), and the room they wire it in."""
+    import scienceworld
+
+    from fastslow.env.semantics import room_called
+
+    sources: dict[str, dict[str, Any]] = {}
+    with ScienceWorldAdapter(simplification=simplification) as env:
+        for task_id in tasks:
+            variations = get_task(task_id).variations["train"]
+            for variation in variations:
+                first = env.reset(task_id, variation, gold=True)
+                found = sources_of(first.task_description, env.gold_actions, room_called(first.look))
+                for source, entry in found.items():
+                    known = sources.setdefault(source, {"renewable": None, **entry})
+                    known["activate"] = bool(known.get("activate")) or entry["activate"]
+                    if entry["renewable"] is not None:
+                        known["renewable"] = entry["renewable"]
+                        known["room"] = entry["room"]
+            if progress is not None:
+                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+    return {
+        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data circuits",
+        "split": "train",
+        "tasks": list(tasks),
+        "simplification": simplification,
+        "scienceworld_version": scienceworld.__version__,
+        "sources": dict(sorted(sources.items())),
+    }

@@ -22,7 +22,8 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   found, focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``); in
   the paint tasks the colours are poured, mixed and focused on (``swift.paint``); in the inclined-plane
   tasks a block is timed down each plane and the slower or faster one focused on (``swift.incline``);
-  in grow-plant a seed is sown, focused on and its pot kept watered (``swift.grow``).
+  in grow-plant a seed is sown, focused on and its pot kept watered (``swift.grow``); in the power
+  tasks the bulb is wired to the source of the kind asked for (``swift.circuit``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from fastslow.env.semantics import (
     MATTER_TASKS,
     MEASUREMENT_TASKS,
     PAINT_TASKS,
+    POWER_TASKS,
     Measurement,
     focus_confirmed,
     focus_contents_mismatch,
@@ -56,11 +58,13 @@ from fastslow.env.semantics import (
     names_subject,
     normalize,
     paint_task,
+    power_task,
     room_called,
     subject_focus,
     teleport_targets,
     thermometer_readings,
 )
+from fastslow.swift.circuit import circuit_step
 from fastslow.swift.features import FloatArray, arguments, words
 from fastslow.swift.grow import grow_step
 from fastslow.swift.incline import incline_choice, incline_step
@@ -160,9 +164,9 @@ class SafetyPolicy:
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
         tasks, the task's next step (``_measurement_step``); in the matter tasks (boil, melt, freeze,
-        change the state), the paint, the inclined-plane and the grow-plant tasks, their procedure's
-        next step (``swift.matter``, ``swift.paint``, ``swift.incline``, ``swift.grow``). None
-        otherwise."""
+        change the state), the paint, the inclined-plane, the grow-plant and the power-component tasks,
+        their procedure's next step (``swift.matter``, ``swift.paint``, ``swift.incline``,
+        ``swift.grow``, ``swift.circuit``). None otherwise."""
         if not self.focus_rule:
             return None
         fingerprint = (current.look, current.inventory)
@@ -184,6 +188,9 @@ class SafetyPolicy:
         grow = grow_task(current.task_description) if task_name in GROW_TASKS else None
         if grow is not None:
             return grow_step(grow, current, landed, fresh)
+        power = power_task(current.task_description) if task_name in POWER_TASKS else None
+        if power is not None:
+            return circuit_step(power, current, self._steps)
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)

@@ -1,0 +1,62 @@
+"""The power-component procedure (issue #16; ``swift.circuit``, ``env.semantics.power_task`` and the
+train-built source knowledge) on real ScienceWorld dev variations: the device is focused on first,
+wired to the source of the kind the task asks for with two wires, and lights up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fastslow.build import make_agent
+from fastslow.config import load_config
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import PowerTask, circuits_path, known_sources, power_task
+from fastslow.env.tasks import get_task
+from fastslow.eval.runner import run_episode
+from fastslow.events import EnvStep, ListSink
+from fastslow.swift.knowledge import sources_of
+
+
+def test_source_knowledge_comes_from_train_gold_paths(env: ScienceWorldAdapter) -> None:
+    first = env.reset(26, 1, gold=True)  # train: a nonrenewable source, wired in the workshop
+    assert 1 in get_task(26).variations["train"]
+    found = sources_of(first.task_description, env.gold_actions, "hallway")
+    assert found == {"nuclear generator": {"renewable": False, "room": "workshop", "activate": True}}
+    shipped = json.loads(circuits_path().read_text(encoding="utf-8"))
+    assert shipped["split"] == "train" and shipped["tasks"] == [25, 26]
+    sources = known_sources()
+    assert sources["solar panel"]["renewable"] is True and sources["solar panel"]["room"] == "outside"
+    assert sources["battery"]["renewable"] is None  # task 25 never says
+
+
+def test_the_task_descriptions_parse(env: ScienceWorldAdapter) -> None:
+    assert power_task(env.reset(25, 11).task_description) == PowerTask("blue light bulb", None)
+    assert power_task(env.reset(26, 11).task_description) == PowerTask("blue light bulb", "nonrenewable")
+    assert power_task(env.reset(26, 12).task_description) == PowerTask("electric motor", "renewable")
+    assert power_task(env.reset(0, 0).task_description) is None
+
+
+# (task, dev variation, what the episode shows)
+EPISODES = [
+    (25, 11, "a battery whose valid spellings are 'anode in battery' and 'battery cathode'"),
+    (26, 11, "nonrenewable: the nuclear generator, switched on once wired"),
+]
+
+
+@pytest.mark.parametrize(("task", "variation", "what"), EPISODES)
+def test_swift_only_lights_the_device(env: ScienceWorldAdapter, task: int, variation: int, what: str) -> None:
+    assert variation in get_task(task).variations["dev"]
+    config = load_config("swift-only")
+    sink = ListSink()
+    outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
+    steps = [e for e in sink.events if isinstance(e, EnvStep)]
+    assert outcome.final_score == 100, what
+    actions = [s.action for s in steps]
+    assert actions[1] == "focus on blue light bulb"
+    connected = [s.observation for s in steps if " is now connected to " in s.observation]
+    assert len(connected) == 4 and len(steps) <= 10
+    source = "battery" if task == 25 else "nuclear generator"
+    assert sum(f"on {source}" in c for c in connected) == 2
+    assert ("activate nuclear generator" in actions) == (task == 26)
