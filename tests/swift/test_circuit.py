@@ -16,7 +16,7 @@ from fastslow.env.semantics import PowerTask, circuits_path, known_sources, powe
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, ListSink
-from fastslow.swift.knowledge import sources_of
+from fastslow.swift.knowledge import build_circuits, sources_of
 
 
 def test_source_knowledge_comes_from_train_gold_paths(env: ScienceWorldAdapter) -> None:
@@ -60,3 +60,8 @@ def test_swift_only_lights_the_device(env: ScienceWorldAdapter, task: int, varia
     source = "battery" if task == 25 else "nuclear generator"
     assert sum(f"on {source}" in c for c in connected) == 2
     assert ("activate nuclear generator" in actions) == (task == 26)
+
+
+def test_the_shipped_circuit_knowledge_is_what_the_command_builds() -> None:
+    shipped = json.loads(circuits_path().read_text(encoding="utf-8"))
+    assert build_circuits()["sources"] == shipped["sources"]

@@ -59,6 +59,7 @@ def make_policy(config: SwiftConfig) -> SafetyPolicy:
         repeat_penalty=config.repeat_penalty,
         window=config.loop_window,
         focus_rule=config.focus_rule,
+        procedures=config.procedures,
     )
 
 

@@ -34,6 +34,9 @@ class SwiftConfig(StrictModel):
     """Safety policy: how many recent steps the loop penalty looks at."""
     focus_rule: bool = True
     """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""
+    procedures: bool = True
+    """Safety policy: the task procedures (matter, paint, inclined plane, grow plant, power; issue #16)
+    propose their task's next step. false: imitation and the judgements alone (docs/swift.md)."""
 
     @model_validator(mode="after")
     def _t5_knobs_need_t5(self) -> SwiftConfig:

@@ -29,7 +29,7 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,6 +72,8 @@ from fastslow.swift.matter import matter_step
 from fastslow.swift.paint import paint_step
 
 _EXEMPT_PREFIXES = ("wait",)
+PROCEDURE_TASKS = MATTER_TASKS | PAINT_TASKS | INCLINE_TASKS | GROW_TASKS | POWER_TASKS
+"""Tasks whose next step a procedure proposes (``SafetyPolicy.procedures``)."""
 NAMED_ONLY = "<named-only>"
 """Marker in a task's focus words: its gold focus target is always named in the task description."""
 
@@ -84,6 +86,8 @@ class SafetyPolicy:
     repeat_penalty: float = 6.0
     window: int = 10
     focus_rule: bool = True
+    procedures: bool = True
+    """The task procedures (``swift.matter``, ``swift.paint``, ...) propose their task's next step."""
     _blocked: dict[str, tuple[str, str]] = field(default_factory=dict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=50))
     _focused: set[str] = field(default_factory=set)
@@ -143,7 +147,7 @@ class SafetyPolicy:
             measure, focus_head(target), self._steps, self._foci()
         ):
             return False  # thermometer, subject, then the box a reading decides; nothing else
-        incline = incline_task(task_description) if task_name in INCLINE_TASKS else None
+        incline = incline_task(task_description) if self.procedures and task_name in INCLINE_TASKS else None
         if (
             incline is not None
             and current is not None
@@ -176,21 +180,8 @@ class SafetyPolicy:
         def fresh(action: str) -> bool:
             return self._blocked.get(action) != fingerprint
 
-        matter = matter_task(current.task_description) if task_name in MATTER_TASKS else None
-        if matter is not None:
-            return matter_step(matter, current, self._steps, self._looks, landed, self._rooms, fresh)
-        paint = paint_task(current.task_description) if task_name in PAINT_TASKS else None
-        if paint is not None:
-            return paint_step(paint, current, self._steps, landed, self._rooms, fresh)
-        incline = incline_task(current.task_description) if task_name in INCLINE_TASKS else None
-        if incline is not None:
-            return incline_step(incline, current, self._steps)
-        grow = grow_task(current.task_description) if task_name in GROW_TASKS else None
-        if grow is not None:
-            return grow_step(grow, current, landed, fresh)
-        power = power_task(current.task_description) if task_name in POWER_TASKS else None
-        if power is not None:
-            return circuit_step(power, current, self._steps)
+        if self.procedures and task_name in PROCEDURE_TASKS:
+            return self._procedure_step(current, task_name, landed, fresh)
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)
@@ -212,6 +203,23 @@ class SafetyPolicy:
             key=lambda a: (life_stage(a[len("focus on ") :], current.look) or 0, len(a)),
             default=None,
         )
+
+    def _procedure_step(
+        self, current: StepResult, task_name: str, landed: list[str], fresh: Callable[[str], bool]
+    ) -> str | None:
+        """The next step of the task's procedure (``PROCEDURE_TASKS``), or None: it steps aside."""
+        description = current.task_description
+        if task_name in MATTER_TASKS and (matter := matter_task(description)) is not None:
+            return matter_step(matter, current, self._steps, self._looks, landed, self._rooms, fresh)
+        if task_name in PAINT_TASKS and (paint := paint_task(description)) is not None:
+            return paint_step(paint, current, self._steps, landed, self._rooms, fresh)
+        if task_name in INCLINE_TASKS and (incline := incline_task(description)) is not None:
+            return incline_step(incline, current, self._steps)
+        if task_name in GROW_TASKS and (grow := grow_task(description)) is not None:
+            return grow_step(grow, current, landed, fresh)
+        if task_name in POWER_TASKS and (power := power_task(description)) is not None:
+            return circuit_step(power, current, self._steps)
+        return None
 
     def _measurement_step(self, measure: Measurement, current: StepResult) -> str | None:
         """A thermometer task's next step: the subject's focus once the thermometer is focused on
