@@ -502,6 +502,15 @@ def data_sage_demos(
     print(json.dumps({"tasks": len(data["demos"]), "demos": sum(len(d) for d in data["demos"].values())}))
 
 
+def _knowledge_target(out: Path | None, default: Path) -> Path:
+    """Where a knowledge command writes: ``--out`` (its folder must exist; checked before the replay,
+    so a typo costs no minutes) or the packaged file."""
+    target = out or default
+    if not target.parent.is_dir():
+        raise UsageError(f"--out {target}: folder {target.parent} does not exist")
+    return target
+
+
 @data_app.command("substances")
 def data_substances(
     out: Annotated[
@@ -518,7 +527,7 @@ def data_substances(
     if per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task})")
     task_ids = parse_int_ranges(tasks, "task") if tasks else list(KNOWLEDGE_TASKS)
-    target = out or substances_path()
+    target = _knowledge_target(out, substances_path())
     data = build_substances(task_ids, per_task, progress=lambda line: console.print(line, highlight=False))
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
@@ -537,7 +546,7 @@ def data_paints(
     from fastslow.env.semantics import paints_path
     from fastslow.swift.knowledge import build_paints
 
-    target = out or paints_path()
+    target = _knowledge_target(out, paints_path())
     data = build_paints(progress=lambda line: console.print(line, highlight=False))
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
@@ -555,7 +564,7 @@ def data_circuits(
     from fastslow.env.semantics import circuits_path
     from fastslow.swift.knowledge import build_circuits
 
-    target = out or circuits_path()
+    target = _knowledge_target(out, circuits_path())
     data = build_circuits(progress=lambda line: console.print(line, highlight=False))
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")

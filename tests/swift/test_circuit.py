@@ -5,6 +5,9 @@ wired to the source of the kind the task asks for with two wires, and lights up.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +65,19 @@ def test_swift_only_lights_the_device(env: ScienceWorldAdapter, task: int, varia
     assert ("activate nuclear generator" in actions) == (task == 26)
 
 
+@pytest.mark.slow
 def test_the_shipped_circuit_knowledge_is_what_the_command_builds() -> None:
     shipped = json.loads(circuits_path().read_text(encoding="utf-8"))
     assert build_circuits()["sources"] == shipped["sources"]
+
+
+def test_a_knowledge_command_refuses_a_missing_folder_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "circuits.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", "data", "circuits", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2 and not out.parent.exists()
+    assert run.stderr.strip().splitlines()[-1].endswith(f"folder {out.parent} does not exist")
