@@ -7,19 +7,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from fastslow.build import make_agent
-from fastslow.config import load_config
-from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import PowerTask, circuits_path, known_sources, power_task
 from fastslow.env.tasks import get_task
-from fastslow.eval.runner import run_episode
-from fastslow.events import EnvStep, ListSink
+from fastslow.eval.runner import EpisodeOutcome
+from fastslow.events import EnvStep
 from fastslow.swift.knowledge import build_circuits, sources_of
+
+Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
+"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
 
 
 def test_source_knowledge_comes_from_train_gold_paths(env: ScienceWorldAdapter) -> None:
@@ -49,12 +50,9 @@ EPISODES = [
 
 
 @pytest.mark.parametrize(("task", "variation", "what"), EPISODES)
-def test_swift_only_lights_the_device(env: ScienceWorldAdapter, task: int, variation: int, what: str) -> None:
+def test_swift_only_lights_the_device(play_swift_only: Play, task: int, variation: int, what: str) -> None:
     assert variation in get_task(task).variations["dev"]
-    config = load_config("swift-only")
-    sink = ListSink()
-    outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
-    steps = [e for e in sink.events if isinstance(e, EnvStep)]
+    outcome, steps = play_swift_only(task, variation)
     assert outcome.final_score == 100, what
     actions = [s.action for s in steps]
     assert actions[1] == "focus on blue light bulb"

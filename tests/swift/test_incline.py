@@ -5,17 +5,19 @@ on before that (the safety policy's focus rule)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from fastslow.build import make_agent
-from fastslow.config import load_config
-from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import InclineTask, incline_task
 from fastslow.env.tasks import get_task
-from fastslow.eval.runner import run_episode
-from fastslow.events import EnvStep, ListSink
+from fastslow.eval.runner import EpisodeOutcome
+from fastslow.events import EnvStep
 from fastslow.swift.incline import _faster, _trials
+
+Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
+"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
 
 
 def test_the_task_descriptions_parse(env: ScienceWorldAdapter) -> None:
@@ -45,14 +47,17 @@ EPISODES = [
 
 
 @pytest.mark.parametrize(("task", "variation", "what"), EPISODES)
-def test_swift_only_times_both_planes(env: ScienceWorldAdapter, task: int, variation: int, what: str) -> None:
+def test_swift_only_times_both_planes(
+    env: ScienceWorldAdapter,
+    play_swift_only: Play,
+    task: int,
+    variation: int,
+    what: str,
+) -> None:
     assert variation in get_task(task).variations["dev"]
     wanted = incline_task(env.reset(task, variation).task_description)
     assert wanted is not None
-    config = load_config("swift-only")
-    sink = ListSink()
-    outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
-    steps = [e for e in sink.events if isinstance(e, EnvStep)]
+    outcome, steps = play_swift_only(task, variation)
     assert outcome.final_score == 100, what
     pairs = [(s.action, s.observation) for s in steps]
     (first, at_first), (second, at_second) = _trials(pairs)

@@ -6,18 +6,19 @@ other containers (a bowl, tin cups) and colours (violet, yellow-orange) than tra
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
-from fastslow.build import make_agent
-from fastslow.config import load_config
-from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import PaintTask, paint_recipe, paint_task, paints_path
 from fastslow.env.tasks import get_task
-from fastslow.eval.runner import run_episode
-from fastslow.events import EnvStep, ListSink
+from fastslow.eval.runner import EpisodeOutcome
+from fastslow.events import EnvStep
 from fastslow.swift.knowledge import build_paints, recipes_of
+
+Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
+"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
 
 
 def test_recipes_come_from_train_gold_paths(env: ScienceWorldAdapter) -> None:
@@ -59,14 +60,17 @@ EPISODES = [
 
 
 @pytest.mark.parametrize(("task", "variation", "what"), EPISODES)
-def test_swift_only_mixes_and_focuses(env: ScienceWorldAdapter, task: int, variation: int, what: str) -> None:
+def test_swift_only_mixes_and_focuses(
+    env: ScienceWorldAdapter,
+    play_swift_only: Play,
+    task: int,
+    variation: int,
+    what: str,
+) -> None:
     assert variation in get_task(task).variations["dev"]
     wanted = paint_task(env.reset(task, variation).task_description)
     assert wanted is not None
-    config = load_config("swift-only")
-    sink = ListSink()
-    outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
-    steps = [e for e in sink.events if isinstance(e, EnvStep)]
+    outcome, steps = play_swift_only(task, variation)
     assert outcome.final_score == 100, what
     assert len(steps) <= 10  # teleport, two pours, mix, focus (and again for a tertiary)
     foci = [s.observation for s in steps if s.action.startswith("focus on ")]

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from fastslow.core.step import StepResult
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import (
     READING,
@@ -157,6 +158,33 @@ def recipes_of(actions: Sequence[str]) -> dict[str, frozenset[str]]:
     return out
 
 
+def _train_gold_paths(
+    tasks: Sequence[int], simplification: str, progress: Callable[[str], None] | None
+) -> Iterator[tuple[StepResult, tuple[str, ...]]]:
+    """(first state, gold actions) of every train variation of ``tasks``; nothing is stepped."""
+    with ScienceWorldAdapter(simplification=simplification) as env:
+        for task_id in tasks:
+            variations = get_task(task_id).variations["train"]
+            for variation in variations:
+                first = env.reset(task_id, variation, gold=True)
+                yield first, env.gold_actions
+            if progress is not None:
+                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+
+
+def _provenance(command: str, tasks: Sequence[int], simplification: str) -> dict[str, Any]:
+    """What a knowledge file says of its making (the command, train split, tasks, ScienceWorld)."""
+    import scienceworld
+
+    return {
+        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else command,
+        "split": "train",
+        "tasks": list(tasks),
+        "simplification": simplification,
+        "scienceworld_version": scienceworld.__version__,
+    }
+
+
 def build_paints(
     tasks: Sequence[int] = PAINT_TASK_IDS,
     simplification: str = "easy",
@@ -164,25 +192,13 @@ def build_paints(
 ) -> dict[str, Any]:
     """The paint knowledge file's content: the recipe of every secondary colour the gold paths of all
     train variations of the paint tasks mix, and the primaries (colours poured, never mixed)."""
-    import scienceworld
-
     recipes: dict[str, frozenset[str]] = {}
     poured: set[str] = set()
-    with ScienceWorldAdapter(simplification=simplification) as env:
-        for task_id in tasks:
-            variations = get_task(task_id).variations["train"]
-            for variation in variations:
-                env.reset(task_id, variation, gold=True)
-                recipes.update(recipes_of(env.gold_actions))
-                poured.update(m.group(1) for a in env.gold_actions if (m := _POURED.search(a)))
-            if progress is not None:
-                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+    for _, actions in _train_gold_paths(tasks, simplification, progress):
+        recipes.update(recipes_of(actions))
+        poured.update(m.group(1) for a in actions if (m := _POURED.search(a)))
     return {
-        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data paints",
-        "split": "train",
-        "tasks": list(tasks),
-        "simplification": simplification,
-        "scienceworld_version": scienceworld.__version__,
+        **_provenance("fastslow data paints", tasks, simplification),
         "secondaries": {colour: sorted(pair) for colour, pair in sorted(recipes.items())},
         "primaries": sorted(poured - set(recipes)),
     }
@@ -219,30 +235,17 @@ def build_circuits(
 ) -> dict[str, Any]:
     """The circuit knowledge file's content: every power source the gold paths of all train variations
     of the power tasks wire, renewable or not (as the renewable task says), and the room they wire it in."""
-    import scienceworld
-
     from fastslow.env.semantics import room_called
 
     sources: dict[str, dict[str, Any]] = {}
-    with ScienceWorldAdapter(simplification=simplification) as env:
-        for task_id in tasks:
-            variations = get_task(task_id).variations["train"]
-            for variation in variations:
-                first = env.reset(task_id, variation, gold=True)
-                found = sources_of(first.task_description, env.gold_actions, room_called(first.look))
-                for source, entry in found.items():
-                    known = sources.setdefault(source, {"renewable": None, **entry})
-                    known["activate"] = bool(known.get("activate")) or entry["activate"]
-                    if entry["renewable"] is not None:
-                        known["renewable"] = entry["renewable"]
-                        known["room"] = entry["room"]
-            if progress is not None:
-                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+    for first, actions in _train_gold_paths(tasks, simplification, progress):
+        for source, entry in sources_of(first.task_description, actions, room_called(first.look)).items():
+            known = sources.setdefault(source, {"renewable": None, **entry})
+            known["activate"] = bool(known.get("activate")) or entry["activate"]
+            if entry["renewable"] is not None:
+                known["renewable"] = entry["renewable"]
+                known["room"] = entry["room"]
     return {
-        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data circuits",
-        "split": "train",
-        "tasks": list(tasks),
-        "simplification": simplification,
-        "scienceworld_version": scienceworld.__version__,
+        **_provenance("fastslow data circuits", tasks, simplification),
         "sources": dict(sorted(sources.items())),
     }
