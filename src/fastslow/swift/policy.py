@@ -18,12 +18,13 @@ own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
   are focused on, and a box is chosen (focused on, or the subject put into it) only after the
   thermometer and the subject were focused on and the readings decide which box
   (``env.semantics.measurement_violation``, Gate-1 too for the focus); the task's next step is proposed.
-- **Matter and paint procedures**: in boil, melt, freeze and change-the-state tasks the substance is
-  found, focused on, put into a metal pot and heated or cooled by a fixed route (``swift.matter``); in
-  the paint tasks the colours are poured, mixed and focused on (``swift.paint``); in the inclined-plane
-  tasks a block is timed down each plane and the slower or faster one focused on (``swift.incline``);
-  in grow-plant a seed is sown, focused on and its pot kept watered (``swift.grow``); in the power
-  tasks the bulb is wired to the source of the kind asked for (``swift.circuit``).
+- **Task procedures** (config ``swift.procedures``): in boil, melt, freeze and change-the-state tasks
+  the substance is found, focused on, put into a metal pot and heated or cooled by a fixed route
+  (``swift.matter``); in the paint tasks the colours are poured, mixed and focused on (``swift.paint``);
+  in the inclined-plane tasks a block is timed down each plane and the slower or faster one focused on
+  (``swift.incline``); in grow-plant a seed is sown, focused on and its pot kept watered
+  (``swift.grow``); in the power tasks the device is wired to the source of the kind asked for
+  (``swift.circuit``).
 """
 
 from __future__ import annotations
