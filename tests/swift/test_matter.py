@@ -7,11 +7,10 @@ asks. Dev variations are what the fast pathway is tuned on; test variations are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from fastslow.build import make_agent
-from fastslow.config import load_config
-from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import (
     GrowTask,
@@ -23,8 +22,8 @@ from fastslow.env.semantics import (
     subject_names,
 )
 from fastslow.env.tasks import get_task
-from fastslow.eval.runner import run_episode
-from fastslow.events import EnvStep, ListSink
+from fastslow.eval.runner import EpisodeOutcome
+from fastslow.events import EnvStep
 
 
 def test_the_task_descriptions_parse(env: ScienceWorldAdapter) -> None:
@@ -54,11 +53,12 @@ def test_the_look_names_the_subject_in_its_states(env: ScienceWorldAdapter) -> N
     assert object_names(line)[-2:] == ["metal pot", "liquid lead"]
 
 
-def _play(env: ScienceWorldAdapter, task: int, variation: int) -> tuple[list[str], list[str], int]:
-    config = load_config("swift-only")
-    sink = ListSink()
-    outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
-    steps = [e for e in sink.events if isinstance(e, EnvStep)]
+Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
+"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
+
+
+def _play(play: Play, task: int, variation: int) -> tuple[list[str], list[str], int]:
+    outcome, steps = play(task, variation)
     return [s.action for s in steps], [s.observation for s in steps], outcome.final_score
 
 
@@ -73,10 +73,10 @@ EPISODES = [
 
 @pytest.mark.parametrize(("task", "variation", "what"), EPISODES)
 def test_swift_only_changes_an_unseen_substance(
-    env: ScienceWorldAdapter, task: int, variation: int, what: str
+    play_swift_only: Play, task: int, variation: int, what: str
 ) -> None:
     assert variation in get_task(task).variations["dev"]
-    actions, _, score = _play(env, task, variation)
+    actions, _, score = _play(play_swift_only, task, variation)
     assert score == 100, what
     focus = next(i for i, a in enumerate(actions) if a.startswith("focus on "))
     # the substance is focused on first ("First, focus on the substance."), and only once
@@ -92,22 +92,24 @@ def test_swift_only_changes_an_unseen_substance(
         assert actions.index("teleport to workshop") < focus
 
 
-def test_a_broken_stove_hands_the_pot_to_the_oven(env: ScienceWorldAdapter) -> None:
+def test_a_broken_stove_hands_the_pot_to_the_oven(play_swift_only: Play) -> None:
     """Soap's dev variation 17 has a broken stove: the next heater is tried at once (what is left: the
     oven melts soap too slowly for the procedure's patience, and the blast furnace melts the pot)."""
-    actions, observations, _ = _play(env, 22, 17)
+    actions, observations, _ = _play(play_swift_only, 22, 17)
     broken = next(i for i, o in enumerate(observations) if "broken" in o)
     assert actions[broken] == "activate stove"
     assert actions[broken + 1 : broken + 4] == ["pick up metal pot", "open oven", "move metal pot to oven"]
 
 
-def test_swift_only_grows_a_plant_from_a_seed_in_another_room(env: ScienceWorldAdapter) -> None:
+def test_swift_only_grows_a_plant_from_a_seed_in_another_room(
+    env: ScienceWorldAdapter, play_swift_only: Play
+) -> None:
     """grow-plant (``swift.grow``), dev variation 63: the seeds are in the bedroom, where the valid list
     names the seed jar only by its material, so a seed is taken out of it; sown in the greenhouse,
     focused on, its pot watered from the sink until the plant reproduces."""
     task = grow_task(env.reset(11, 63).task_description)
     assert task == GrowTask("cherry", "bedroom")
-    actions, observations, score = _play(env, 11, 63)
+    actions, observations, score = _play(play_swift_only, 11, 63)
     assert score == 100
     assert actions[0] == "teleport to bedroom" and "teleport to greenhouse" in actions
     sown = next(

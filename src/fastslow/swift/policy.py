@@ -97,7 +97,7 @@ class SafetyPolicy:
     _looks: list[str] = field(default_factory=list)
     """The look after each executed step (the matter procedure reads how long the stove had the subject)."""
     _rooms: dict[str, str] = field(default_factory=dict)
-    """The last look of every room seen (the matter procedure searches the rooms not seen)."""
+    """The last look of every room seen (the procedures search the rooms not seen)."""
 
     def reset(self) -> None:
         self._blocked.clear()
@@ -175,13 +175,14 @@ class SafetyPolicy:
         if not self.focus_rule:
             return None
         fingerprint = (current.look, current.inventory)
-        self._rooms[room_called(current.look)] = current.look
-        landed = [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")]
-
-        def fresh(action: str) -> bool:
-            return self._blocked.get(action) != fingerprint
-
         if self.procedures and task_name in PROCEDURE_TASKS:
+            # the per-step reading the procedures need, done only in their tasks
+            self._rooms[room_called(current.look)] = current.look
+            landed = [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")]
+
+            def fresh(action: str) -> bool:
+                return self._blocked.get(action) != fingerprint
+
             return self._procedure_step(current, task_name, landed, fresh)
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
@@ -305,7 +306,7 @@ class SafetyPolicy:
 
     def observe(self, before: StepResult, action: str, after: StepResult) -> None:
         self._recent.append(action)
-        self._rooms[room_called(after.look)] = after.look
+        self._rooms[room_called(after.look)] = after.look  # also the states no proposal was asked for
         self._looks.append(after.look)
         self._steps.append((action, after.observation))
         if action.startswith("focus on "):
