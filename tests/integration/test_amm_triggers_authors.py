@@ -20,7 +20,7 @@ from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import NO_MATCH
 from fastslow.env.tasks import get_task
-from fastslow.eval.metrics import paper_episode
+from fastslow.eval.metrics import memory_episode, paper_episode
 from fastslow.eval.runner import run_episode
 from fastslow.events import CriticCall, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import RetrievalConfig
@@ -294,6 +294,9 @@ def test_t4_adds_avoidance_memories_after_failure_messages(play_modules: Play) -
     assert run.of("sage_call")[0].rule == "failure_messages"
     t4 = [(r.rung, r.n) for r in run.of("memory_retrieval") if r.trigger == "T4"]
     assert t4[0][0] == "" and t4[0][1] >= 1 and t4[1][0] == "avoidance" and t4[1][1] >= 1
+    # One planning, two searches: one T4 trigger in both counters (Appendix D's T4 = Sage injections).
+    assert len(t4) == 2 and paper_episode(run.events)["t4_triggers"] == 1
+    assert memory_episode(run.events)["triggers"]["T4"] == 1
     assert "go to outside" in user and "avoidance/" in user and "actions that failed before" in user
     (sage,) = [i for i in run.of("memory_injection") if i.target == "sage"]
     assert sage.n >= 2

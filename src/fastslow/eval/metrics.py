@@ -307,13 +307,21 @@ MEMORY_TRIGGERS = vocab.MEMORY_TRIGGERS
 MEMORY_TARGETS = vocab.MEMORY_TARGETS
 
 
+def _is_trigger(e: MemoryRetrieval) -> bool:
+    """Whether a T2-T4 retrieval is a trigger of its own: not the Critic's search for evidence, not the
+    avoidance search T4 adds to its planning search (one T4 per planning, as the authors count it)."""
+    return not e.rung.startswith("critic") and not (e.trigger == "T4" and e.rung == "avoidance")
+
+
 def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
     """AMM counters of one episode (paper Appendix D): writes by tag and subtag, T1-T4 triggers,
     injections by target and fallbacks by reason (the reason's code, before any ``:`` detail).
 
     A T1 trigger is one env step on which the T1 ladder retrieved (fastslow's ladder climbs its rungs
     within one step; the authors' moves one rung per failure in a row, one retrieval per step), not one
-    retrieval per rung. The Critic's own searches (rung ``critic...``) are Critic evidence, not T2.
+    retrieval per rung. A T4 trigger is one planning search: the avoidance search that the authors' T4
+    adds after failure messages (rung ``avoidance``) belongs to it. The Critic's own searches (rung
+    ``critic...``) are Critic evidence, not T2.
     """
     writes = dict.fromkeys(MEMORY_TAGS, 0)
     subtags: dict[str, int] = defaultdict(int)
@@ -331,7 +339,7 @@ def memory_episode(events: Iterable[Event]) -> dict[str, Any]:
             retrievals += 1
             if e.trigger == "T1":
                 t1_steps.add(e.step)
-            elif not e.rung.startswith("critic"):
+            elif _is_trigger(e):
                 triggers[e.trigger] += 1
         elif isinstance(e, MemoryInjection):
             injections[e.target] += 1
@@ -504,7 +512,7 @@ def paper_episode(events: Iterable[Event]) -> dict[str, int]:
             # One T1 trigger per step that retrieved for a Swift retry, whatever its rungs (memory_episode).
             if e.trigger == "T1":
                 t1_steps.add(e.step)
-            row["t4_triggers"] += e.trigger == "T4"
+            row["t4_triggers"] += e.trigger == "T4" and _is_trigger(e)
         elif isinstance(e, MemoryInjection):
             row["swift_injections"] += e.target == "swift"
             row["sage_injections"] += e.target == "sage"

@@ -212,7 +212,8 @@ class PaperCounters(_Record):
     """T1 ladder runs: Swift failed (or Sage was forced) and memories were retrieved for a Swift retry;
     one per ladder, whatever its rungs. Paper: 17.13 (+AMM), 12.15 (full)."""
     t4_triggers: float | None
-    """T4 retrievals: Sage planned with memory planning on. Paper: 19.13 (+AMM), 11.77 (full)."""
+    """T4 triggers: Sage planned with memory planning on, one per planning search (the avoidance search
+    the authors' T4 adds after failure messages is part of it). Paper: 19.13 (+AMM), 11.77 (full)."""
     swift_injections: float | None
     """Memory blocks put into a Swift retry (one per rung that injected). Paper: 30.81, 23.03."""
     sage_injections: float | None
