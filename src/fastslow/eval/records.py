@@ -32,9 +32,11 @@ from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
 
-METRICS_FORMAT = 4
+METRICS_FORMAT = 5
 """Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``), 2 had
-only the strict score (-100 as 0) as ``mean_score``, 3 had no ``mechanisms.paper``."""
+only the strict score (-100 as 0) as ``mean_score``, 3 had no ``mechanisms.paper``, 4 counted the avoidance
+search of the authors' T4 as a T4 trigger of its own (`fastslow report` recomputes older formats from the
+logs)."""
 METRICS_FILE = "metrics.json"
 
 
