@@ -309,3 +309,92 @@ def test_the_memory_regime_is_checked_before_writing(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert not out.exists()
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """Billion laughs: each level is 9 aliases of the one before, 9**levels strings once expanded."""
+    lines = ['      a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"      a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines)
+
+
+def test_a_yaml_alias_bomb_is_refused_in_one_line_without_eating_memory(tmp_path: Path) -> None:
+    """Under ``sage.model.extra_body`` (a free-form mapping): refused while the YAML is read, in a process
+    limited to 1.5 GB of address space and 60 s (dumping the expanded bomb, as ``config show`` and
+    every run do, would need hundreds of GB)."""
+    import resource
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "bomb.yaml"
+    model = "kind: openai\n    model: m\n    extra_body"  # a setting the openai backend takes
+    bomb.write_text(f"extends: swift-only\nsage:\n  model:\n    {model}:\n{_alias_bomb()}\n")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", "config", "show", "--config", str(bomb)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limit,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip() == (
+        f"error: config {bomb}: its aliases expand it past 100000 nodes (an alias bomb?); refused"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("sage:\n  model:\n    extra_body: &x {a: *x}\n", "an alias refers to a node that contains it"),
+        ("env: " + "[" * 5000 + "]" * 5000 + "\n", "is nested too deeply to read"),
+        ("env: {step_limit: [\n", "is not valid YAML"),
+    ],
+)
+def test_self_referring_deep_or_broken_yaml_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=re.escape(message)) as info:
+        load_config(str(path))
+    assert "\n" not in str(info.value)
+
+
+def test_an_alias_bomb_in_an_override_and_anchors_that_expand_a_little_load() -> None:
+    bomb = "{" + _alias_bomb().replace("\n", ",").replace("      ", "") + "}"
+    with pytest.raises(UsageError, match="its aliases expand it past"):
+        load_config("swift-only", [f"sage.model.extra_body={bomb}"])
+    cfg = load_config("swift-only", ["amm.retrieval.t2_at=[1, 2]", "sage.model.stop=[&s END, *s]"])
+    assert cfg.sage.model.stop == ["END", "END"]
+
+
+def test_a_config_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("extends: swift-only\ndescription: caf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(SystemExit) as exc:
+        main(["config", "show", "--config", str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: config {path} is not UTF-8 text (invalid continuation byte at byte 36)"
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "env.step_limit=true",
+        "swift.top_k=true",
+        "sage.model.temperature=false",
+        "amm.retrieval.t2_at=[3, true]",
+    ],
+)
+def test_a_boolean_is_not_a_number(override: str) -> None:
+    with pytest.raises(UsageError, match=r"a number is meant here, not true/false"):
+        load_config("swift-amm", [override])
+
+
+def test_numbers_still_load_as_numbers() -> None:
+    cfg = load_config("swift-amm", ["env.step_limit=3", "swift.top_k=4", "sage.model.temperature=1"])
+    assert (cfg.env.step_limit, cfg.swift.top_k, cfg.sage.model.temperature) == (3, 4, 1.0)
+    assert isinstance(cfg.sage.model.temperature, float)

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from fastslow.eval.metrics import EpisodeSummary, compute_metrics, summarize_log
+from fastslow.eval.metrics import EpisodeSummary, compute_metrics, summarize_log, torn_line
 from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, Event, dump_events
 
 
@@ -122,3 +122,13 @@ def test_an_early_stop_keeps_the_best_score_reached_and_strict_keeps_the_final_o
     # ScienceWorld scores can drop (an undone subgoal): the paper's score keeps the best one reached.
     summary = summarize_log(_log(tmp_path / "13-0001.jsonl", [10, 50, 30], EndState.EARLY_STOP))
     assert summary is not None and (summary.score, summary.score_strict) == (50.0, 30.0)
+
+
+def test_torn_line_names_the_last_line_only_when_the_file_ends_mid_line(tmp_path: Path) -> None:
+    log = tmp_path / "x.jsonl"
+    log.write_bytes(b"")
+    assert torn_line(log) is None
+    log.write_bytes(b'{"a": 1}\n{"b": 2}\n')
+    assert torn_line(log) is None
+    log.write_bytes(b'{"a": 1}\n{"b": 2}\n{"c"')
+    assert torn_line(log) == 3

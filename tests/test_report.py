@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,3 +140,142 @@ def test_view_cli_rejects_unfinished_dir_and_a_busy_port(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"--port {port}" in err and len(err.strip().splitlines()) == 1
+
+
+# -- logs that cannot be read whole, and reports that fail ---------------------------------------------
+
+
+def _embedded(html: str) -> dict[str, Any]:
+    """The trajectory viewer's data a static report page carries."""
+    start = html.index('<script id="fastslow-data" type="application/json">')
+    body = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    return json.loads(body)["embedded"]
+
+
+def _damaged_copy(run_dir: Path, tmp_path: Path, damage: str) -> tuple[Path, Path]:
+    """A copy of the finished run with the log of its second episode damaged: a bad middle line
+    (``corrupt``), cut to half its size (``cut``), or its last line (episode_end) removed (``no_end``)."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    log = sorted((run / "events").glob("*.jsonl"))[1]
+    data = log.read_bytes()
+    lines = data.splitlines(keepends=True)
+    if damage == "corrupt":
+        lines[2] = b'{"event": "env_step", "step": "garbage"}\n'
+        log.write_bytes(b"".join(lines))
+    elif damage == "cut":
+        log.write_bytes(data[: len(data) // 2])
+    else:
+        log.write_bytes(b"".join(lines[:-1]))
+    return run, log
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("corrupt", "line 3 is not a valid event"),
+        ("cut", "has no episode_end (it ends mid-line"),
+        ("no_end", "has no episode_end;"),
+    ],
+)
+def test_a_log_that_cannot_be_read_whole_is_a_warning_and_left_out_of_every_output(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, said: str
+) -> None:
+    """metrics.json counts both episodes; the report warns (console, report.md, report.html) and its
+    tables, figures and trajectory viewer all count only the episode whose log is whole."""
+    run, log = _damaged_copy(run_dir, tmp_path, damage)
+    assert json.loads((run / "metrics.json").read_text())["episodes"] == 2
+    out = tmp_path / "report"
+    main(["report", str(run), "--out", str(out)])
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    left_out = [w for w in warnings if str(log) in w]
+    assert len(left_out) == 1 and said in left_out[0] and "left out of every table" in left_out[0]
+    assert any("metrics.json counts 2 episodes" in w and "count the 1" in w for w in warnings)
+    md = (out / "report.md").read_text()
+    assert "## Warnings" in md and f"event log {log} " in md
+    main_rows = list(csv.reader((out / "main.csv").open()))
+    assert main_rows[1][1] == "1"
+    tasks = [row[0] for row in list(csv.reader((out / "per_task.csv").open()))[1:]]
+    kept = sorted((run / "events").glob("*.jsonl"))[0].stem
+    assert tasks == [str(int(kept.split("-")[0]))]
+    html = (out / "report.html").read_text()
+    embedded = _embedded(html)
+    assert [e["id"] for e in embedded["episodes"]["0"]] == [kept]
+    assert list(embedded["details"]) == [f"0/{kept}"]
+    assert embedded["runs"][0]["episodes"] == 1 and str(log) in html
+
+
+def test_a_whole_run_reports_no_log_warning(run_dir: Path, tmp_path: Path) -> None:
+    warned: list[str] = []
+    write_report([run_dir], tmp_path / "report", on_warning=warned.append)
+    assert warned == []
+    assert "## Warnings" not in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_failed_report_leaves_out_as_it_was(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error while the report is written (here: drawing the figures) changes nothing in --out: an
+    earlier report stays byte for byte, a new --out is not created, no temporary folder is left; a
+    folder where a report file goes refuses with one line before anything is moved."""
+    import fastslow.eval.report as report_module
+
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    write_report([run_dir], out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken(runs: object) -> dict[str, bytes]:
+        raise RuntimeError("matplotlib failed")
+
+    monkeypatch.setattr(report_module, "figures", broken)
+    with pytest.raises(RuntimeError, match="matplotlib failed"):
+        write_report([run_dir], out)
+    with pytest.raises(RuntimeError):
+        write_report([run_dir], tmp_path / "new")
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not (tmp_path / "new").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+    (out / "report.html").unlink()
+    (out / "report.html").mkdir()
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(run_dir), "--out", str(out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "report.html is a folder" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_a_log_at_odds_with_metrics_json_is_a_warning_and_the_logs_are_counted(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    log = sorted((run / "events").glob("*.jsonl"))[0]
+    *head, last = log.read_text().splitlines(keepends=True)
+    end = json.loads(last)
+    end["final_score"] = 50
+    log.write_text("".join([*head, json.dumps(end) + "\n"]))
+    warned: list[str] = []
+    write_report([run], tmp_path / "report", on_warning=warned.append)
+    assert any(str(log) in w and "metrics.json success/100" in w for w in warned), warned
+    main_rows = list(csv.reader((tmp_path / "report" / "main.csv").open()))
+    assert main_rows[1][1] == "2" and main_rows[1][4] == "75.00"  # strict: (50 + 100) / 2
+
+
+def test_an_older_metrics_file_beside_a_corrupt_log_is_recomputed_from_the_readable_logs(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    run, log = _damaged_copy(run_dir, tmp_path, "corrupt")
+    data = json.loads((run / "metrics.json").read_text())
+    data["format_version"] = 2
+    (run / "metrics.json").write_text(json.dumps(data))
+    warned: list[str] = []
+    write_report([run], tmp_path / "report", on_warning=warned.append)
+    assert [w for w in warned if str(log) in w and "line 3 is not a valid event" in w]
+    assert list(csv.reader((tmp_path / "report" / "main.csv").open()))[1][1] == "1"

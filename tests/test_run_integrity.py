@@ -183,12 +183,25 @@ def test_a_selection_naming_a_task_twice_plays_it_once(tmp_path: Path) -> None:
 
 
 def test_a_directory_without_run_record_is_refused(tmp_path: Path) -> None:
+    """No readable fastslow run.json: fastslow cannot tell what in DIR is whose, so it refuses, with
+    --restart too, and suggests no deleting flag."""
     out = tmp_path / "d"
     (out / "events").mkdir(parents=True)
     (out / "events" / f"{FIRST_13.episode_id}.jsonl").write_text("{}\n")
-    one_error_line(fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out)), "no run record")
+    for extra in ([], ["--restart"]):
+        line = one_error_line(
+            fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out), *extra),
+            "no fastslow run record",
+        )
+        assert "--restart" not in line
     (out / "run.json").write_text(json.dumps({"config_name": "oracle", "episodes": [str(FIRST_13)]}))
-    one_error_line(fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out)), "older fastslow")
+    before = snapshot(out)
+    for extra in ([], ["--restart"]):
+        line = one_error_line(
+            fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out), *extra), "older fastslow"
+        )
+        assert "--restart" not in line
+    assert snapshot(out) == before
 
 
 # -- the lock ------------------------------------------------------------------------------------------
@@ -316,9 +329,11 @@ def test_a_corrupted_event_log_is_named_and_replayed_on_resume(tmp_path: Path) -
     lines = log.read_text().splitlines(keepends=True)
     lines[2] = '{"event": "env_step", "step": "garbage"}\n'
     log.write_text("".join(lines))
-    one_error_line(fastslow("report", str(out)), str(log), "line 3")
+    reported = fastslow("report", str(out))  # the log is left out, with a warning naming it
+    assert reported.returncode == 0 and f"event log {log} line 3" in reported.stderr, reported.stderr
     resumed = fastslow(*args, "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
+    assert f"resume: event log {log} set aside as" in " ".join(resumed.stdout.split()), resumed.stdout
     kept = list((out / "events" / "failed").glob(f"{FIRST_13.episode_id}.corrupt-*.jsonl"))
     assert len(kept) == 1 and kept[0].read_text() == "".join(lines)
     assert isinstance(read_events(log)[-1], EpisodeEnd)

@@ -1,6 +1,10 @@
+import time
+from pathlib import Path
+
 import pytest
 
-from fastslow.env.episodes import select_episodes
+from fastslow.cli import main
+from fastslow.env.episodes import MAX_SEEDS, select_episodes
 from fastslow.env.tasks import all_tasks, get_task, length_group
 from fastslow.errors import UsageError
 
@@ -62,3 +66,30 @@ def test_explicit_selections() -> None:
 def test_bad_selections(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         select_episodes(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tasks", "0-99999999999"], "unknown task id 99999999999 (task ids run from 0 to 29)"),
+        (["--variations", "0-99999999999"], "variation ids run from 0 to 1385 in the task with the most"),
+        (["--tasks", "3", "--variations", "7,99999999999"], "variation ids run from 0 to 35 in tasks 3"),
+        (["--seeds", "0-99999999999"], f"bad seed selection '0-99999999999': more than {MAX_SEEDS} seeds"),
+        (["--seeds", "4294967296"], "seed 4294967296 is too large (at most 2147483647)"),
+        (["--variations", "5-2"], "range 5-2 runs backwards"),
+    ],
+)
+def test_a_huge_selection_is_one_line_before_anything_is_allocated(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each range is bounded by what exists (30 tasks, a task's variations, a sane number of seeds)
+    on the numbers as written: no list of 10^11 ids is built, so the refusal is immediate."""
+    out = tmp_path / "r"
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "--config", "oracle", "--set", "all", *argv, "--out", str(out)])
+    assert time.monotonic() - started < 5
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert not out.exists()

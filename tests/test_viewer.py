@@ -245,3 +245,46 @@ def test_markup_from_the_logs_is_shown_as_text(marked: dict[str, Path], driver: 
     open_view(driver, page.as_uri() + "#/run/0/episodes")
     listed = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep"))
     assert len(listed) == len(list((marked["fast"] / "events").glob("*.jsonl")))
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An oracle run of three short dev episodes with a corrupted middle line in one log (13-0004) and
+    another log (17-0062) cut to half its size."""
+    out = tmp_path_factory.mktemp("damaged") / "oracle"
+    evaluate(load_config("oracle"), select_episodes("dev", tasks="7,13,17", limit_per_task=1), out)
+    log = out / "events" / "13-0004.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[len(lines) // 2] = '{"event": "env_step", garbage\n'
+    log.write_text("".join(lines))
+    cut = out / "events" / "17-0062.jsonl"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    return out
+
+
+def test_an_unreadable_log_is_marked_in_the_list(damaged: Path, driver: Any) -> None:
+    server = serve([damaged])
+    try:
+        open_view(driver, server.url + "#/run/0/episodes")
+        rows = {
+            r.get_attribute("data-id"): r for r in driver.find_elements(By.CSS_SELECTOR, "#episodes tr.ep")
+        }
+        assert sorted(rows) == ["07-0150", "13-0004", "17-0062"]  # every log listed, the intact one too
+        for bad, why in (("13-0004", "is not a valid event"), ("17-0062", "cut off")):
+            assert "problem" in rows[bad].get_attribute("class")
+            assert "unreadable" in rows[bad].text and why in rows[bad].text
+        assert "problem" not in rows["07-0150"].get_attribute("class") and "success" in rows["07-0150"].text
+        warning = driver.find_element(By.ID, "problems").text
+        assert "2 event logs cannot be shown whole" in warning and "13-0004" in warning
+        Select(wait_for(driver, "#f-outcome")).select_by_value("unreadable")
+        wait_until(lambda: "2 of 3 episodes" in driver.find_element(By.ID, "count").text, what="the filter")
+
+        # opening the corrupt one shows the server's reason; the cut one shows the steps it holds
+        open_view(driver, server.url + "#/run/0/episode/13-0004")
+        assert "13-0004.jsonl line" in wait_for(driver, "#app p.warn").text
+        open_view(driver, server.url + "#/run/0/episode/17-0062")
+        assert "cut off" in wait_for(driver, "#problem").text
+        open_view(driver, server.url + "#/run/0/episode/07-0150")
+        assert wait_for(driver, "#timeline tr.step") and not driver.find_elements(By.ID, "problem")
+    finally:
+        server.shutdown()

@@ -16,6 +16,7 @@ from fastslow.controller.sage import Sage
 from fastslow.memory.hooks import Amm
 from fastslow.memory.stores import BulkStore
 from fastslow.models import ChatModel, make_model
+from fastslow.models.breaker import guard
 from fastslow.models.config import ModelConfig
 from fastslow.swift.base import Proposer
 
@@ -55,7 +56,9 @@ def build_swiftsage(
     store: BulkStore | None = None,
 ) -> SwiftSageAgent:
     """The controller of a run config with its module hooks. ``swift``, ``sage_model``, ``critic_model``
-    and ``store`` replace what the config would load (tests; a shared client)."""
+    and ``store`` replace what the config would load (tests; a shared client). Sage's and the Critic's
+    models each get their own circuit breaker (``models.breaker``; ``sage.model.breaker_after``,
+    ``critic.model.breaker_after``), also when they share one client."""
     from fastslow.swift import make_policy, make_proposer
 
     ctl = config.controller
@@ -63,7 +66,12 @@ def build_swiftsage(
     if sage_model is None and "sage" in needed:
         sage_model = make_model(needed["sage"])
     sage = (
-        Sage(sage_model, ctl.sage, max_actions=ctl.buffer.size, cutoff=ctl.ground_cutoff)
+        Sage(
+            guard(sage_model, "sage", config.sage.model),
+            ctl.sage,
+            max_actions=ctl.buffer.size,
+            cutoff=ctl.ground_cutoff,
+        )
         if sage_model is not None and ctl.sage_enabled
         else None
     )
@@ -72,6 +80,8 @@ def build_swiftsage(
         # One model per process: the Critic shares Sage's when both name the same model.
         same = sage_model is not None and needed["critic"] == config.sage.model
         critic_model = sage_model if same else make_model(needed["critic"])
+    if critic_model is not None:
+        critic_model = guard(critic_model, "critic", config.critic.model)
     amm = None
     if config.amm.enabled:
         amm = Amm(config.amm, store) if store is not None else process_amm(config.amm)

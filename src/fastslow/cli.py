@@ -85,10 +85,6 @@ def run(
     cfg = _config(config, override)
     info = get_task(task)
     info.check_variation(variation)
-    if out is not None:
-        from fastslow.eval.rundir import check_not_eval_dir
-
-        check_not_eval_dir(out)
     play_one(cfg, Episode(info.task_id, variation), out, console)
 
 
@@ -130,7 +126,11 @@ def eval_(
     ] = None,
     restart: Annotated[
         bool,
-        typer.Option("--restart", help="Discard the run already in DIR (its logs, metrics, own store)."),
+        typer.Option(
+            "--restart",
+            help="Discard the run already in DIR: only the files its run.json says it wrote (its episode "
+            "logs, warm-up, metrics, report, own store); other files stay.",
+        ),
     ] = False,
     extend: Annotated[
         bool,
@@ -139,36 +139,50 @@ def eval_(
 ) -> None:
     """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json.
 
-    Rerunning the same command resumes; a DIR holding another config's run is refused."""
+    Rerunning the same command resumes; a DIR holding another config's run, or files that no fastslow
+    run wrote, is refused. Every option is checked before DIR is created or anything is written."""
     from fastslow.build import check_models
-    from fastslow.env.episodes import Episode, parse_int_ranges, select_episodes, with_seeds
-    from fastslow.eval.evaluate import check_memory_regime, prepare_out_dir, warmup_spec
+    from fastslow.env.episodes import Episode, parse_seeds, select_episodes, with_seeds
+    from fastslow.eval.evaluate import (
+        check_executor,
+        check_memory_regime,
+        check_out_dir,
+        check_warmup,
+        prepare_out_dir,
+        warmup_spec,
+    )
     from fastslow.eval.live import eval_with_progress, warmup_with_progress
-    from fastslow.eval.rundir import claim_run, run_lock
+    from fastslow.eval.rundir import check_claim, claim_run, run_lock
 
     cfg = _config(config, override)
     selected = select_episodes(set_name, tasks, variations, limit_per_task)
     if seeds is not None:
-        selected = with_seeds(selected, parse_int_ranges(seeds, "seed"))
-    if workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
+        selected = with_seeds(selected, parse_seeds(seeds))
+    check_executor(workers, executor, ray_address)
     if warmup_config is not None and not warmup:
         raise UsageError("--warmup-config chooses who plays the warm-up: add --warmup")
     if restart and extend:
         raise UsageError("--restart discards the run in DIR and --extend adds to it: choose one")
     player = _config(warmup_config, []) if warmup_config else None
-    if warmup and not cfg.amm.enabled:
-        raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
+    if warmup:
+        check_warmup(cfg, player)
     check_memory_regime(cfg, warmup)
     check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
+    if player is not None:
+        check_models(player)
+    check_out_dir(out)
+    ids, overrides = [e.episode_id for e in selected], list(override or [])
+    spec = warmup_spec(cfg, player) if warmup else None
+    # every refusal of claim_run, before DIR is created
+    check_claim(out, cfg, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend)
     prepare_out_dir(out)
     with run_lock(out):
         record = claim_run(
             out,
             cfg,
-            [e.episode_id for e in selected],
-            overrides=list(override or []),
-            warmup=warmup_spec(cfg, player) if warmup else None,
+            ids,
+            overrides=overrides,
+            warmup=spec,
             workers=workers,
             executor=executor,
             restart=restart,
@@ -204,15 +218,22 @@ def report(
     dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
     out: Annotated[Path | None, typer.Option("--out", help="Report directory (default: DIR/report).")] = None,
 ) -> None:
-    """The paper's tables (markdown + CSV), figures, and an HTML report with a trajectory viewer."""
+    """The paper's tables (markdown + CSV), figures, and an HTML report with a trajectory viewer.
+
+    Every output counts the episodes whose logs can be read whole; each log left out, and each other
+    warning of the report, is one line on stderr and in the report's Warnings. A report that fails
+    leaves --out as it was."""
     import csv
 
     from rich.table import Table
 
     from fastslow.eval.report import write_report
 
+    def warn(line: str) -> None:
+        err_console.print(f"warning: {line}", style="yellow", highlight=False, markup=False, soft_wrap=True)
+
     target = out or dirs[0] / "report"
-    html_path = write_report(dirs, target)
+    html_path = write_report(dirs, target, on_warning=warn)
     with open(target / "main.csv", newline="", encoding="utf-8") as fh:
         head, *rows = list(csv.reader(fh))
     col = {name: i for i, name in enumerate(head)}
@@ -235,23 +256,32 @@ def report(
 @app.command()
 def view(
     dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
-    port: Annotated[int, typer.Option("--port", help="Loopback port; 0 picks a free one.")] = 8765,
+    port: Annotated[int, typer.Option("--port", help="Port, 0-65535; 0 picks a free one.")] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to bind (default loopback only); requests are answered only for this name, "
+            "127.0.0.1, localhost and [::1].",
+        ),
+    ] = "127.0.0.1",
     open_browser: Annotated[
         bool, typer.Option("--open/--no-open", help="Open the page in the default browser.")
     ] = False,
 ) -> None:
-    """Serve the trajectory viewer over run directories on 127.0.0.1 until Ctrl-C: runs and their
+    """Serve the trajectory viewer over run directories on 127.0.0.1 (or --host) until Ctrl-C: runs and their
     tables, episodes filtered by task, outcome, source and mechanism, one episode's timeline, the same
     episode in several runs side by side."""
     import time
     import webbrowser
 
-    from fastslow.view.server import serve
+    from fastslow.view.server import check_port, serve
 
+    check_port(port)  # before any run is read or any socket bound
     try:
-        server = serve(dirs, port)
+        server = serve(dirs, port, host)
     except OSError as exc:
-        raise UsageError(f"--port {port}: {exc.strerror or exc}") from exc
+        raise UsageError(f"--host {host} --port {port}: {exc.strerror or exc}") from exc
     console.print(f"fastslow viewer on {server.url} ({len(dirs)} runs; Ctrl-C stops it)")
     if open_browser:
         webbrowser.open(server.url)
@@ -653,7 +683,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    err_console.print(f"error: {message}", highlight=False, soft_wrap=True)
+    from fastslow.redact import redact_text
+
+    # An error may quote an override or a DSN; the console shows it as every record does.
+    err_console.print(f"error: {redact_text(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

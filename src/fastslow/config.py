@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import ValidationError
+from pydantic import SerializationInfo, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from fastslow.controller.config import ControllerConfig
 from fastslow.env.config import SCIENCEWORLD_SIMPLIFICATIONS as SCIENCEWORLD_SIMPLIFICATIONS
@@ -21,6 +21,7 @@ from fastslow.env.config import EnvConfig
 from fastslow.errors import UsageError
 from fastslow.memory.config import AmmConfig
 from fastslow.models.config import ModelConfig
+from fastslow.redact import is_secret_key, redact_data, wants_secrets
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.strict import StrictModel
 from fastslow.swift.config import SwiftConfig
@@ -71,6 +72,14 @@ class RunConfig(StrictModel):
     ``refused`` a run with it (the paper's weak-memory sensitivity regime: the store starts empty and
     fills online only); ``any`` leaves it to the command line."""
 
+    @model_serializer(mode="wrap")
+    def _dump_redacted(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        # Every dump is a record or a display (config.yaml, the config hash, event headers, `config
+        # show`) except the config the harness ships to its own workers: a password given anywhere in
+        # it (a URL, extra_body, a DSN) is written as *** (fastslow.redact).
+        data = handler(self)
+        return data if wants_secrets(info.context) else redact_data(data)
+
     def with_seed(self, seed: int) -> RunConfig:
         """This configuration with every sampling model (Sage, Critic) seeded with ``seed``.
 
@@ -99,12 +108,82 @@ def _locate(name_or_path: str, relative_to: Path | None) -> tuple[str, str, Path
     if path.suffix in {".yaml", ".yml"} or path.is_file():
         if not path.is_file():
             raise UsageError(f"config file not found: {name_or_path}")
-        return path.read_text(encoding="utf-8"), path.stem, path.resolve().parent
+        return _read_text(path, name_or_path), path.stem, path.resolve().parent
     resource = resources.files(CONFIG_PACKAGE) / f"{name_or_path}.yaml"
     if not resource.is_file():
         known = ", ".join(builtin_config_names())
         raise UsageError(f"unknown config '{name_or_path}' (built-in: {known}; or give a .yaml path)")
     return resource.read_text(encoding="utf-8"), name_or_path, None
+
+
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest config file read (the shipped ones are a few kB)."""
+MAX_YAML_NODES = 100_000
+"""Most nodes one YAML document may expand to, each alias counted as the nodes it repeats: far above
+any configuration, far below what an alias bomb ("billion laughs") would build in memory."""
+
+
+def _read_text(path: Path, name: str) -> str:
+    """A config file's text; one-line ``UsageError`` for a file too large, unreadable or not UTF-8."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise UsageError(f"config {name} is {size} bytes: a config file may hold {MAX_CONFIG_BYTES}")
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"config {name} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"config {name} cannot be read: {exc.strerror or exc}") from None
+
+
+def load_yaml(text: str, what: str) -> Any:
+    """``yaml.safe_load`` of ``text`` that refuses, with a one-line ``UsageError`` naming ``what``,
+    invalid YAML, nesting too deep to parse, and a document that refers to itself or whose aliases
+    would expand it past ``MAX_YAML_NODES`` nodes, before any Python object is built from it."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node, what)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{what} is not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise UsageError(f"{what} is nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, what: str) -> None:
+    """The node count of ``root`` once every alias is expanded, computed without expanding any (each
+    distinct node is sized once); UsageError past ``MAX_YAML_NODES`` or on a node that contains itself."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()  # being sized: the ancestors of the node at hand
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_sized = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if children_sized:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[id(node)] > MAX_YAML_NODES:
+                raise UsageError(
+                    f"{what}: its aliases expand it past {MAX_YAML_NODES} nodes (an alias bomb?); refused"
+                )
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise UsageError(f"{what}: an alias refers to a node that contains it; refused")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
 
 
 def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
@@ -127,10 +206,7 @@ def _read_yaml(
     if name_or_path in chain:
         raise UsageError(f"config {name_or_path}: 'extends' loops ({' -> '.join((*chain, name_or_path))})")
     text, default_name, folder = _locate(name_or_path, relative_to)
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise UsageError(f"config {name_or_path} is not valid YAML: {exc}") from exc
+    data = load_yaml(text, f"config {name_or_path}") or {}
     if not isinstance(data, dict):
         raise UsageError(f"config {name_or_path} must be a mapping at the top level")
     parents = data.pop("extends", None)
@@ -156,10 +232,7 @@ def apply_override(data: dict[str, Any], override: str) -> None:
     key, sep, raw = override.partition("=")
     if not sep or not key.strip():
         raise UsageError(f"override must look like key.path=value, got '{override}'")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else raw
-    except yaml.YAMLError as exc:
-        raise UsageError(f"override {override}: value is not valid YAML ({exc})") from exc
+    value = load_yaml(raw, f"override {override}: value") if raw.strip() else raw
     parts = key.strip().split(".")
     node = data
     for part in parts[:-1]:
@@ -176,8 +249,10 @@ def _format_validation_error(source: str, exc: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         return f"config {source}: unknown key '{loc}'"
     got = err.get("input")
-    # A whole section as input says nothing the message does not, and may hold a DSN password.
-    return f"config {source}: {loc}: {err['msg']}" + ("" if isinstance(got, dict) else f" (got {got!r})")
+    # A whole section as input says nothing the message does not, and may hold a DSN password; a value
+    # refused for a secret (or for a *_env name, where a pasted secret is the likely mistake) is not echoed.
+    hidden = isinstance(got, dict) or is_secret_key(loc) or loc.endswith("_env")
+    return f"config {source}: {loc}: {err['msg']}" + ("" if hidden else f" (got {got!r})")
 
 
 def load_config(name_or_path: str, overrides: list[str] | None = None) -> RunConfig:

@@ -124,6 +124,9 @@ class ModelCall(_Event):
     """Typed error name and message when the call failed after all retries."""
     messages: list[dict[str, str]] | None = None
     completion: str | None = None
+    skipped: str | None = None
+    """Why the call was not sent (its role's circuit breaker is open after failed calls in a row: no
+    attempt, no error, no tokens); None for a call that was sent."""
 
 
 class EpisodeEnd(_Event):
@@ -193,7 +196,9 @@ class MemoryFallback(_Event):
     target: FallbackTarget | Literal[""] = ""
     """swift, sage, critic; ``store`` for a failed write, ``cache`` for a failed T2/T3 retrieval."""
     reason: str
-    """no_records, over_budget, format_error, structure_check, store_error, ... (with detail)."""
+    """no_records, over_budget, format_error, structure_check, store_error, ... (with detail). A search
+    that skipped stored rows that are not records is a ``store_error`` too, though the records it did
+    read may still be injected."""
 
 
 class SwiftProposal(_Event):

@@ -12,14 +12,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from amm_helpers import play, start
 from store_helpers import plant_postgres_row, plant_sqlite_row
 
 from fastslow.cli import main
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.eval.metrics import memory_usage
+from fastslow.events import EndState, EpisodeEnd, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
+from fastslow.memory.config import AmmConfig
+from fastslow.memory.hooks import Amm
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores import BulkStore
 from fastslow.memory.stores.base import scoped_text
 from fastslow.memory.stores.postgres import PostgresStore
 from fastslow.memory.stores.sqlite import SqliteStore
+from fastslow.swift.base import Candidate, Proposal
 
 GOOD = MemoryRecord(
     task_id=0,
@@ -99,3 +106,38 @@ def test_memory_stats_reports_skipped_rows(tmp_path: Path, capsys: pytest.Captur
     exported = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert exported["records"] == 2 and exported["skipped_rows"] == len(SQLITE_BAD)
     assert len((tmp_path / "all.jsonl").read_text().splitlines()) == 2
+
+
+def test_searches_that_skip_bad_rows_are_store_errors_in_the_log_and_metrics(
+    store: BulkStore, env: ScienceWorldAdapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """T1 (into Swift) and T4 (into Sage) on a real boil state read the bad rows: each such search is one
+    ``memory_fallback`` event (``store_error``), counted in ``store_errors``; the good record still goes
+    into the blocks, and the console still gets one line per bad row, not one per search."""
+    store.add_many([GOOD])  # one good record: every search also reads bad rows (k >= 3)
+    bad_ids = plant(store)
+    caplog.set_level(logging.WARNING, logger="fastslow.memory.stores")
+    sink = ListSink()
+    hooks = Amm(AmmConfig(enabled=True), store).episode("0-0", sink)
+    traj = start(env, 0, 0)  # boil, the bad rows' task
+    play(env, traj, hooks, ["teleport to kitchen"])  # the query now names the rows' room
+    t1 = hooks.t1_ladder(traj, lambda memories: Proposal((Candidate("xyzzy", 1.0),), 0.9))
+    t4 = hooks.t4(traj)
+    assert t1.proposal is None and t1.retries >= 1  # Swift was retried with the good memory
+    assert t4.ok and [r.id for r in t4.records] == [GOOD.id]
+    searches = [e for e in sink.events if isinstance(e, MemoryRetrieval)]
+    errors = [e for e in sink.events if isinstance(e, MemoryFallback)]
+    assert [(e.trigger, e.target) for e in errors] == [("T1", "swift")] * (len(searches) - 1) + [
+        ("T4", "sage")
+    ]
+    store_name = f"sqlite store {store.path}" if isinstance(store, SqliteStore) else "postgres store "
+    for event in errors:
+        assert event.reason.startswith(f"store_error: {store_name}"), event.reason
+        assert "skipped row " in event.reason and ": not a memory record (" in event.reason
+    assert [e.target for e in sink.events if isinstance(e, MemoryInjection)] == ["swift"] * t1.retries + [
+        "sage"
+    ]
+    end = EpisodeEnd(end=EndState.STEP_LIMIT, final_score=0, steps=1, moves=1, wall_s=1.0)
+    assert memory_usage([[*sink.events, end]])["store_errors"] == len(errors) >= 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == store.bad_rows == len(bad_ids)

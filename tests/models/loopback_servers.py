@@ -1,6 +1,7 @@
 """Real loopback servers for the openai backend's failure paths (paper §3 and §4: Sage and the Critic call
 an OpenAI-compatible server): a listener that never answers, and an HTTP server that answers each request
-with exactly the status, content type and body a test gives it. Fixtures are in conftest.py."""
+with exactly the status, content type and body a test gives it (or holds it unanswered: ``HANG``).
+Fixtures are in conftest.py."""
 
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ class Answer:
     body: str
     content_type: str = "application/json"
     status: int = 200
+    hang: bool = False
+    """Send nothing: hold the request open until the server closes (a server hung mid-run)."""
+
+
+HANG = Answer("", hang=True)
+"""A chat request the server reads and never answers."""
 
 
 def completion_json(text: str | None, usage: dict[str, int] | None = None) -> Answer:
@@ -81,6 +88,7 @@ class CannedServer:
         self.requests: list[str] = []
         self.bodies: list[dict[str, object]] = []
         """The JSON body of every POST, in order (what the client actually sent)."""
+        self.closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,6 +104,9 @@ class CannedServer:
                 self._send(server.chat[min(posts, len(server.chat) - 1)])
 
             def _send(self, answer: Answer) -> None:
+                if answer.hang:
+                    server.closing.wait()
+                    return
                 payload = answer.body.encode()
                 self.send_response(answer.status)
                 self.send_header("Content-Type", answer.content_type)
@@ -116,5 +127,6 @@ class CannedServer:
         return sum(r == "POST /v1/chat/completions" for r in self.requests)
 
     def close(self) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()

@@ -4,7 +4,9 @@ Two LLM calls per round. Planning answers five questions about the task, the tra
 the inventory, the failures and Swift's suggestion; grounding turns the plan into a numbered action list
 with expected observations. Replies are parsed leniently (``parsing``), mapped onto the current
 valid-action set (``grounding``) and retried once when nothing usable came back. A model error ends the
-round with ``error`` set and no actions, so the controller falls back to Swift and the episode goes on.
+round with ``error`` set and no actions, so the controller falls back to Swift and the episode goes on;
+so does a call that Sage's circuit breaker skipped (``models.breaker``: not counted in ``model_calls``).
+Failed calls are in the event log, not on the console: the breaker says once when the model is out.
 
 Prompts are Jinja2 templates in ``fastslow/prompts``; the system prompt and the task come first in both
 calls so llama.cpp and vLLM reuse the cached prefix.
@@ -32,7 +34,7 @@ from fastslow.controller.parsing import ParsedAction, PlanFormatError, from_func
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
-from fastslow.models import CHARS_PER_TOKEN, ChatModel, Message, call_model, estimate_tokens
+from fastslow.models import CHARS_PER_TOKEN, ChatModel, CircuitOpenError, Message, call_model, estimate_tokens
 from fastslow.templates import prompt_template
 
 log = logging.getLogger(__name__)
@@ -216,11 +218,19 @@ class Sage:
                 (), tuple(parsed), calls, retried, f"{type(exc).__name__}: {exc}", latency, plan_text, tokens
             )
         except ModelError as exc:
-            log.warning("Sage call at step %d failed, Swift acts instead: %s", request.step, exc)
+            # One line per failed call would flood the console while a server is down (every Sage round
+            # fails): the event log has each one, the circuit breaker announces the outage once.
+            skipped = isinstance(exc, CircuitOpenError)
+            log.info(
+                "Sage call at step %d %s, Swift acts instead: %s",
+                request.step,
+                "skipped" if skipped else "failed",
+                exc,
+            )
             return SagePlan(
                 (),
                 tuple(parsed),
-                calls + 1,
+                calls + (0 if skipped else 1),
                 retried,
                 f"{type(exc).__name__}: {exc}",
                 latency,

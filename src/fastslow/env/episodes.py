@@ -19,6 +19,12 @@ from fastslow.errors import UsageError
 SetName = Literal["test", "dev", "warmup", "train", "all"]
 SET_NAMES: tuple[SetName, ...] = ("test", "dev", "warmup", "train", "all")
 WARMUP_PER_TASK = 2
+MAX_SELECTION = 10_000
+"""Most numbers one ``0,3,5-8`` selection may expand to (every variation of every task is 7,207)."""
+MAX_SEEDS = 100
+"""Most seeds one ``--seeds`` selection may name: each plays the whole selection again."""
+MAX_SEED = 2**31 - 1
+"""Largest seed: model servers take a signed 32-bit seed."""
 
 
 @dataclass(frozen=True, order=True)
@@ -60,8 +66,14 @@ def with_seeds(episodes: list[Episode], seeds: list[int]) -> list[Episode]:
     return [Episode(e.task_id, e.variation, seed) for seed in seeds for e in episodes]
 
 
-def parse_int_ranges(text: str, what: str) -> list[int]:
-    """Parse ``0,3,5-8`` into [0, 3, 5, 6, 7, 8] (repeats kept: callers decide what a repeat means)."""
+def parse_int_ranges(
+    text: str, what: str, *, top: int | None = None, most: int = MAX_SELECTION, scope: str = ""
+) -> list[int]:
+    """Parse ``0,3,5-8`` into [0, 3, 5, 6, 7, 8] (repeats kept: callers decide what a repeat means).
+
+    The bounds are checked on the numbers as written, before any range is expanded: a number above
+    ``top`` (``scope`` says whose), or more than ``most`` numbers in all, is a one-line ``UsageError``,
+    so ``0-99999999999`` costs no memory."""
     values: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -69,18 +81,28 @@ def parse_int_ranges(text: str, what: str) -> list[int]:
             continue
         lo, sep, hi = part.partition("-")
         try:
-            if sep:
-                start, stop = int(lo), int(hi)
-                if stop < start:
-                    raise ValueError
-                values.extend(range(start, stop + 1))
-            else:
-                values.append(int(part))
+            start, stop = (int(lo), int(hi)) if sep else (int(part), int(part))
         except ValueError:
             raise UsageError(f"bad {what} selection '{text}': use numbers and ranges like 0,3,5-8") from None
+        if stop < start:
+            raise UsageError(f"bad {what} selection '{text}': range {part} runs backwards")
+        if top is not None and stop > top:
+            known = f"{what} ids run from 0 to {top}{scope}"
+            raise UsageError(f"bad {what} selection '{text}': unknown {what} id {stop} ({known})")
+        if len(values) + (stop - start + 1) > most:
+            raise UsageError(f"bad {what} selection '{text}': more than {most} {what}s")
+        values.extend(range(start, stop + 1))
     if not values:
         raise UsageError(f"empty {what} selection '{text}'")
     return values
+
+
+def parse_seeds(text: str) -> list[int]:
+    """A ``--seeds`` selection: at most ``MAX_SEEDS`` seeds, each 0 to ``MAX_SEED``."""
+    seeds = parse_int_ranges(text, "seed", most=MAX_SEEDS)
+    if max(seeds) > MAX_SEED:
+        raise UsageError(f"bad seed selection '{text}': seed {max(seeds)} is too large (at most {MAX_SEED})")
+    return seeds
 
 
 def _set_variations(task: TaskInfo, set_name: SetName) -> tuple[int, ...]:
@@ -106,10 +128,18 @@ def select_episodes(
         raise UsageError(f"unknown episode set '{set_name}': choose one of {', '.join(SET_NAMES)}")
     if limit_per_task is not None and limit_per_task < 1:
         raise UsageError(f"--limit-per-task must be >= 1, got {limit_per_task}")
+    known = all_tasks()
     task_infos = (
-        [get_task(t) for t in parse_int_ranges(tasks, "task")] if tasks is not None else list(all_tasks())
+        [get_task(t) for t in parse_int_ranges(tasks, "task", top=len(known) - 1)]
+        if tasks is not None
+        else list(known)
     )
-    wanted = set(parse_int_ranges(variations, "variation")) if variations is not None else None
+    wanted: set[int] | None = None
+    if variations is not None:
+        # no selected task has a variation above ``top``: a bigger number would select nothing but memory
+        top = max(t.n_variations for t in task_infos) - 1
+        scope = f" in tasks {tasks}" if tasks is not None else " in the task with the most"
+        wanted = set(parse_int_ranges(variations, "variation", top=top, scope=scope))
     episodes: list[Episode] = []
     for task in task_infos:
         chosen = list(_set_variations(task, set_name))

@@ -15,12 +15,15 @@ Episodes run on ``workers`` processes, each owning one ScienceWorld JVM. Episode
 ends with ``episode_end`` are skipped, so rerunning the same command after a crash or ``kill -9``
 finishes the run without repeating finished episodes; an unfinished log is replayed from scratch (and
 the AMM records it wrote are removed first). A DIR made by another config, overrides, warm-up or code
-is refused (``rundir``). An episode the environment broke (the JVM died) is retried a bounded number
-of times.
+is refused (``rundir``), and so is a DIR that holds no fastslow run but files a run would write.
+``restart`` deletes only the files of the run recorded in DIR's run.json (``rundir.run_files``). Every
+option and DIR itself are checked before anything is created or written. An episode the environment
+broke (the JVM died) is retried a bounded number of times.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import uuid
@@ -33,9 +36,11 @@ from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.executors import EXECUTORS, run_episodes
-from fastslow.eval.metrics import run_metrics, summarize_log
+from fastslow.eval.metrics import run_metrics, summarize_log, torn_line
 from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.rundir import (
+    WARMUP_DIR,
+    check_claim,
     claim_run,
     claimed_run,
     config_hash,
@@ -48,8 +53,8 @@ from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EndState
 
 
-def prepare_out_dir(out: Path) -> None:
-    """Create DIR (and DIR/events) or fail with a one-line UsageError before anything is written."""
+def check_out_dir(out: Path) -> None:
+    """A one-line UsageError when DIR cannot be a run directory (a file, not writable); reads only."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
     probe = out
@@ -57,27 +62,66 @@ def prepare_out_dir(out: Path) -> None:
         probe = probe.parent
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out} is not writable")
+
+
+def check_executor(workers: int, executor: str, ray_address: str | None) -> None:
+    """A one-line UsageError, before anything is written, for workers, executor or Ray address that
+    cannot run: an unknown executor, ``ray`` without Ray installed, a Ray address for another executor."""
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
+    if ray_address is not None and executor != "ray":
+        raise UsageError(
+            f"--ray-address joins a Ray cluster: add --executor ray (the executor is {executor})"
+        )
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise UsageError("--executor ray needs Ray: pip install 'fastslow[ray]'")
+
+
+def prepare_out_dir(out: Path) -> None:
+    """Create DIR (and DIR/events) or fail with a one-line UsageError before anything is written."""
+    check_out_dir(out)
     try:
         (out / "events").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out} cannot be created: {exc.strerror}") from exc
 
 
-def is_finished(path: Path) -> bool:
+def is_finished(path: Path, note: Callable[[str], None] | None = None) -> bool:
     """A log counts as done when it ends with episode_end and the environment did not break it.
 
-    A log with a corrupted line (not a torn last line) counts as unfinished: it is moved to
-    ``events/failed/`` (kept, not deleted) and the episode is replayed."""
+    Any other existing log is replayed, and ``note`` hears one line naming the log and why: a log with
+    a corrupted line (not a torn last line) is moved to ``events/failed/`` (kept, not deleted; the line
+    says where, and which line is bad and how); a log without episode_end (the run stopped mid-episode,
+    or the file was cut: its torn last line is named) and one the environment broke are replayed over."""
     if not path.exists():
         return False
     try:
         summary = summarize_log(path)
-    except CorruptLogError:
+    except CorruptLogError as exc:
         failed = path.parent / "failed"
         failed.mkdir(exist_ok=True)
-        path.rename(failed / f"{path.stem}.corrupt-{uuid.uuid4().hex[:6]}.jsonl")
+        kept = failed / f"{path.stem}.corrupt-{uuid.uuid4().hex[:6]}.jsonl"
+        path.rename(kept)
+        why = str(exc).removeprefix(f"event log {path} ")
+        _say(note, f"event log {path} set aside as {kept} ({why}); replaying {path.stem}")
         return False
-    return summary is not None and summary.end is not EndState.ERROR
+    if summary is None:
+        torn = torn_line(path)
+        why = f"it ends mid-line {torn}: the file was cut" if torn else "the run stopped mid-episode"
+        _say(note, f"event log {path} has no episode_end ({why}); replaying {path.stem}")
+        return False
+    if summary.end is EndState.ERROR:
+        broken = f"ended in an environment error ({summary.error})"
+        _say(note, f"event log {path} {broken}; replaying {path.stem}")
+        return False
+    return True
+
+
+def _say(note: Callable[[str], None] | None, line: str) -> None:
+    if note is not None:
+        note(line)
 
 
 def warmup_spec(config: RunConfig, agent: RunConfig | None) -> dict[str, Any]:
@@ -102,24 +146,35 @@ def evaluate(
     overrides: list[str] | None = None,
     restart: bool = False,
     extend: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics
     written to metrics.json, as that file's JSON object (``RunMetrics.to_json()``).
 
-    ``on_episode(outcome, done, total)`` is called after each episode (outcome None = already done).
-    ``warmup``: first play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup
-    (``run_warmup``), with ``warmup_agent`` playing them when given. ``restart`` discards a run
-    already in DIR; ``extend`` adds this selection to it (``rundir.claim_run``); ``overrides`` are
-    recorded in run.json.
+    ``on_episode(outcome, done, total)`` is called after each episode (outcome None = already done);
+    ``on_note(line)`` for each log a resume sets aside or replays (``is_finished``). ``warmup``: first
+    play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup (``run_warmup``), with
+    ``warmup_agent`` playing them when given. ``restart`` discards a run already in DIR (only the
+    files its run.json says it wrote); ``extend`` adds this selection to it (``rundir.claim_run``);
+    ``overrides`` are recorded in run.json. Every refusal (options, DIR, store) comes before DIR is
+    created or anything in it is written.
     """
-    if workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
-    if executor not in EXECUTORS:
-        raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
+    check_executor(workers, executor, ray_address)
     check_memory_regime(config, warmup)
     if warmup:
-        _check_warmup(config, warmup_agent)
+        check_warmup(config, warmup_agent)
     check_models(config)  # a model server that is down fails here, before anything is written
+    check_out_dir(out)
+    if claimed_run(out) is None:
+        check_claim(
+            out,
+            config,
+            [e.episode_id for e in episodes],
+            overrides=overrides,
+            warmup=warmup_spec(config, warmup_agent) if warmup else None,
+            restart=restart,
+            extend=extend,
+        )
     prepare_out_dir(out)
     with run_lock(out):
         record = claimed_run(out) or claim_run(
@@ -144,10 +199,11 @@ def evaluate(
                 retries=retries,
                 executor=executor,
                 ray_address=ray_address,
+                on_note=on_note,
             )
         selection = [Episode.from_id(i) for i in record.episodes]
         events_dir = out / "events"
-        todo = [e for e in selection if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
+        todo = [e for e in selection if not is_finished(events_dir / f"{e.episode_id}.jsonl", on_note)]
         finished = _progress(on_episode, len(selection) - len(todo), len(selection))
         run_episodes(
             placed,
@@ -163,9 +219,6 @@ def evaluate(
         metrics = run_metrics(events_dir, record.episodes).to_json()
         write_json(out / METRICS_FILE, metrics)
     return metrics
-
-
-WARMUP_DIR = "warmup"
 
 
 def _progress(
@@ -202,7 +255,7 @@ def check_memory_regime(config: RunConfig, warmup: bool) -> None:
         )
 
 
-def _check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:
+def check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:
     """The warm-up's player, or a UsageError before anything is written."""
     if not config.amm.enabled:
         raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
@@ -243,6 +296,7 @@ def run_warmup(
     executor: str = "local",
     ray_address: str | None = None,
     on_episode: Callable[[EpisodeOutcome | None, int, int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[EpisodeOutcome]:
     """AMM warm-up (paper §4): play the ``warmup`` set (2 train variations per task, 60 episodes) so the
     memory store holds records before the evaluation starts.
@@ -256,11 +310,11 @@ def run_warmup(
     The store is the run's: ``DIR/memory.sqlite`` unless ``amm.path`` names one. Logs go to
     DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes are
     skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
-    lets them write even when ``amm.mode`` is frozen (read-only afterwards). ``on_episode`` as in
-    ``evaluate``."""
+    lets them write even when ``amm.mode`` is frozen (read-only afterwards). ``on_episode`` and ``on_note`` as
+    in ``evaluate``."""
     from fastslow.env.episodes import select_episodes
 
-    player = _check_warmup(config, agent)
+    player = check_warmup(config, agent)
     chosen = episodes if episodes is not None else select_episodes("warmup", None, None, None)
     config = store_config(config, out)
     target = out / WARMUP_DIR
@@ -276,7 +330,7 @@ def run_warmup(
     with run_lock(out):
         run_id = _warmup_run_id(out)
         events_dir = target / "events"
-        todo = [e for e in chosen if not is_finished(events_dir / f"{e.episode_id}.jsonl")]
+        todo = [e for e in chosen if not is_finished(events_dir / f"{e.episode_id}.jsonl", on_note)]
         write_json(
             target / "run.json",
             {

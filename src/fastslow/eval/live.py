@@ -30,8 +30,8 @@ from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.eval.evaluate import evaluate, prepare_out_dir, run_warmup
-from fastslow.eval.rundir import store_config
+from fastslow.eval.evaluate import check_out_dir, evaluate, prepare_out_dir, run_warmup
+from fastslow.eval.rundir import check_episode_out, check_store, run_lock, store_config
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import (
     BufferClear,
@@ -53,6 +53,7 @@ from fastslow.events import (
     SageCall,
     StagnationReport,
 )
+from fastslow.redact import redact_text
 
 SOURCE_STYLE = {"oracle": "cyan", "swift": "green", "sage": "magenta", "critic": "yellow"}
 INDENT = "     "
@@ -116,7 +117,13 @@ class StepPrinter:
         elif isinstance(event, EnvStep):
             self._env_step(event)
         elif isinstance(event, ModelCall):
-            status = f"error: {event.error}" if event.error else "ok"
+            status = (
+                f"error: {event.error}"
+                if event.error
+                else f"skipped: {event.skipped}"
+                if event.skipped
+                else "ok"
+            )
             self._note(
                 event.role,
                 "red" if event.error else "dim",
@@ -214,18 +221,26 @@ class StepPrinter:
 
 
 def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Console) -> EpisodeOutcome:
-    """``fastslow run``: one episode with the live view; events go to OUT/events/<episode>.jsonl."""
+    """``fastslow run``: one episode with the live view; events go to OUT/events/<episode>.jsonl.
+
+    Refused with one line before anything is written (``UsageError``): an OUT that is an eval run's
+    directory or already holds a log of this episode (``rundir.check_episode_out``: no log is ever
+    overwritten), or a store that is not fastslow's (``rundir.check_store``)."""
     out = out or Path("runs") / f"{config.name}-{episode.episode_id}-{time.strftime('%Y%m%d-%H%M%S')}"
-    prepare_out_dir(out)
+    check_out_dir(out)
+    check_episode_out(out, episode.episode_id)
     config = store_config(config, out)  # AMM's store is this run's own (OUT/memory.sqlite) unless named
-    agent = make_agent(config)
+    check_store(config)
+    prepare_out_dir(out)
     path = out / "events" / f"{episode.episode_id}.jsonl"
-    path.unlink(missing_ok=True)
-    with (
-        ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s) as env,
-        JsonlWriter(path) as writer,
-    ):
-        outcome = run_episode(env, agent, episode, config, FanOut(writer, StepPrinter(console)))
+    with run_lock(out):
+        check_episode_out(out, episode.episode_id)  # another process may have written it meanwhile
+        agent = make_agent(config)
+        with (
+            ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s) as env,
+            JsonlWriter(path) as writer,
+        ):
+            outcome = run_episode(env, agent, episode, config, FanOut(writer, StepPrinter(console)))
     console.print(f"event log: {path}")
     return outcome
 
@@ -260,7 +275,8 @@ def _progress_bar(console: Console, label: str, total: int | None) -> Iterator[P
                     if warning not in warned:
                         warned.add(warning)
                         # progress.console prints above the live bar instead of tearing it.
-                        progress.console.print(Text(f"warning: {warning}", style="yellow"), highlight=False)
+                        line = redact_text(f"warning: {warning}")  # may quote a store's DSN
+                        progress.console.print(Text(line, style="yellow"), highlight=False)
                 scores.append(max(outcome.final_score, 0))
                 last = f"{outcome.episode} -> {outcome.final_score} ({outcome.end.value})"
             else:
@@ -280,7 +296,8 @@ def eval_with_progress(
     executor: str = "local",
     ray_address: str | None = None,
 ) -> dict[str, Any]:
-    """``fastslow eval`` with a progress bar showing ETA and the running mean score."""
+    """``fastslow eval`` with a progress bar showing ETA and the running mean score; one yellow line
+    for each log a resume sets aside or replays."""
     with _progress_bar(console, config.name, len(episodes)) as on_episode:
         return evaluate(
             config,
@@ -290,7 +307,17 @@ def eval_with_progress(
             executor=executor,
             ray_address=ray_address,
             on_episode=on_episode,
+            on_note=_resume_note(console),
         )
+
+
+def _resume_note(console: Console) -> Callable[[str], None]:
+    """Prints a resume's line about one log (``evaluate.is_finished``) whole, above any progress bar."""
+
+    def note(line: str) -> None:
+        console.print(Text(f"resume: {line}", style="yellow"), highlight=False, soft_wrap=True)
+
+    return note
 
 
 def warmup_with_progress(
@@ -313,4 +340,5 @@ def warmup_with_progress(
             executor=executor,
             ray_address=ray_address,
             on_episode=on_episode,
+            on_note=_resume_note(console),
         )

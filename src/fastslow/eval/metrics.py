@@ -113,6 +113,22 @@ def summarize_log(path: Path) -> EpisodeSummary | None:
     )
 
 
+def torn_line(path: Path) -> int | None:
+    """The number of a log's last line when that line is incomplete, else None.
+
+    The event writer ends every line with a newline, so a file that ends otherwise was cut short: a run
+    killed mid-write, or a file truncated since (``events.iter_events`` skips such a line)."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, 2)
+        if size == 0:
+            return None
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return None
+        fh.seek(0)
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) + 1
+
+
 def _mean(values: Iterable[float]) -> float | None:
     vals = list(values)
     return round(fmean(vals), 4) if vals else None
@@ -263,11 +279,14 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     - ``llm_seconds_per_episode``: summed model-call latency per episode;
     - ``model_calls`` / ``model_call_errors`` (by role): calls made and calls that failed for good
       (after their retries); a failed call still counts as a System-2 call - it was made and waited
-      for - so the error counter is what tells a run with a broken server from a normal one.
+      for - so the error counter is what tells a run with a broken server from a normal one;
+    - ``model_calls_skipped`` (by role): calls a role's open circuit breaker did not send (``skipped``);
+      they are in none of the counters above.
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
     n_eps = steps = swift_steps = buffer_steps = system2 = tokens = calls = 0
     errors: dict[str, int] = defaultdict(int)
+    skipped: dict[str, int] = defaultdict(int)
     llm_s = 0.0
     for events in episodes:
         evs = list(events)
@@ -281,6 +300,8 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
                 buffer_steps += e.source in BUFFER_SOURCES
             elif isinstance(e, SageCall):
                 system2 += 1
+            elif isinstance(e, ModelCall) and e.skipped:
+                skipped[e.role] += 1
             elif isinstance(e, ModelCall):
                 calls += 1
                 tokens += e.prompt_tokens + e.completion_tokens
@@ -299,6 +320,8 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "model_calls": calls,
         "model_call_errors": sum(errors.values()),
         "model_call_errors_by_role": dict(sorted(errors.items())),
+        "model_calls_skipped": sum(skipped.values()),
+        "model_calls_skipped_by_role": dict(sorted(skipped.items())),
     }
 
 

@@ -147,6 +147,9 @@ class Usage(_Record):
     model_calls: int
     model_call_errors: int
     model_call_errors_by_role: dict[str, int]
+    model_calls_skipped: int = 0
+    """Calls not sent because the role's circuit breaker was open (0 in files written before it)."""
+    model_calls_skipped_by_role: dict[str, int] = {}
     wall_s_per_episode: float | None
 
 

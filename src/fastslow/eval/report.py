@@ -7,6 +7,12 @@ Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/c
 over seeds of ``--seeds`` runs), as markdown and CSV; matplotlib figures (per-task scores, groups,
 mechanism activity); and one self-contained HTML file with a trajectory viewer (every step with its
 source, the mechanism events around it, and the score).
+
+Every output counts the same episodes: those whose logs can be read whole (``check_logs``). A log that
+cannot (a line that is not an event, a file cut off, no episode_end, no file) is left out of all of
+them and named under Warnings, and when that set is not the one metrics.json counts, the numbers are
+recomputed from the readable logs. The report is written into a temporary folder next to ``--out`` and
+moved into place only once complete: a report that fails leaves ``--out`` as it was.
 """
 
 from __future__ import annotations
@@ -15,15 +21,18 @@ import base64
 import csv
 import io
 import json
-from dataclasses import dataclass
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fastslow.env.tasks import all_tasks
-from fastslow.errors import UsageError
-from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics
+from fastslow.errors import CorruptLogError, OutputError, UsageError
+from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics, summarize_log, torn_line
 from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
 from fastslow.eval.rundir import RunRecord, read_run_record
 from fastslow.eval.viewer import (
@@ -46,6 +55,11 @@ class Run:
     name: str
     path: Path
     metrics: RunMetrics
+    episodes: tuple[dict[str, Any], ...] | None = None
+    """The list entries (``eval.viewer.index_episode``) of the logs ``metrics`` counts, once checked
+    (``check_logs``); None: not checked."""
+    problems: tuple[str, ...] = ()
+    """One line per log left out or found at odds with metrics.json (``check_logs``)."""
 
 
 def load_run(path: Path) -> Run:
@@ -58,10 +72,24 @@ def load_run(path: Path) -> Run:
     if record is not None and (path / "events").is_dir() and older:
         # The logs are the source of truth: a metrics.json of an older format (e.g. 2, strict score only)
         # is recomputed from them rather than refused, so earlier runs can be reported beside new ones.
-        metrics = run_metrics(path / "events", record.episodes)
+        events = path / "events"
+        try:
+            metrics = run_metrics(events, record.episodes)
+        except (CorruptLogError, OSError):  # from the readable logs; check_logs names the others
+            metrics = run_metrics(events, [i for i in record.episodes if _readable(events / f"{i}.jsonl")])
     else:
         metrics = read_run_metrics(path)
     return Run(record.config_name if record is not None else path.name, path, metrics)
+
+
+def _readable(log: Path) -> bool:
+    """Whether every line of ``log`` is an event (a missing log has none that is not)."""
+    try:
+        if log.is_file():
+            summarize_log(log)
+    except (CorruptLogError, OSError):
+        return False
+    return True
 
 
 def _stored_format(path: Path) -> object:
@@ -72,6 +100,72 @@ def _stored_format(path: Path) -> object:
     except (OSError, ValueError):
         return None
     return data.get("format_version") if isinstance(data, dict) else None
+
+
+def check_logs(run: Run) -> Run:
+    """``run`` with one set of episodes for every output: those of its episodes (run.json's selection
+    and metrics.json's results) whose logs can be read whole and end with ``episode_end``.
+
+    Each log left out (no file, a line that is not an event, bytes that are not UTF-8, no episode_end,
+    a file cut off) and each readable log whose end, score or steps differ from metrics.json's result
+    gets one line in ``problems``; a finished log with an incomplete line after its end is kept, with a
+    line. When the readable set is not the one metrics.json counts, or a log disagrees with it, the
+    metrics are recomputed from the readable logs (and a line says so). A run without an events folder
+    keeps metrics.json's numbers and shows no trajectories (one line)."""
+    events = run.path / "events"
+    counted = {r.episode_id: r for r in run.metrics.episode_results}
+    if not events.is_dir():
+        alone = f"{run.name}: no event logs ({events}): the tables are metrics.json's, without trajectories"
+        return replace(run, episodes=(), problems=(alone,))
+    record = read_run_record(run.path)
+    ids = list(dict.fromkeys([*(record.episodes if record is not None else []), *counted]))
+    entries: list[dict[str, Any]] = []
+    problems: list[str] = []
+    at_odds = False
+    for episode_id in ids:
+        path = events / f"{episode_id}.jsonl"
+        entry, wrong = _read_entry(path)
+        if entry is None:
+            problems.append(f"{run.name}: event log {path} {wrong}; left out of every table and figure")
+            continue
+        if wrong:
+            problems.append(f"{run.name}: event log {path} {wrong}")
+        result = counted.get(episode_id)
+        seen = (entry["end"], entry["final_score"], entry["steps"])
+        if result is not None and seen != (result.end.value, result.final_score, result.steps):
+            at_odds = True
+            problems.append(
+                f"{run.name}: event log {path} says {'/'.join(map(str, seen))} (end/score/steps), "
+                f"metrics.json {result.end.value}/{result.final_score}/{result.steps}; the log is used"
+            )
+        entries.append(entry)
+    metrics = run.metrics
+    readable = [e["file"].removesuffix(".jsonl") for e in entries]
+    if at_odds or set(readable) != set(counted):
+        metrics = run_metrics(events, readable)
+        problems.append(
+            f"{run.name}: metrics.json counts {len(counted)} episodes; every table, figure and the "
+            f"trajectory viewer count the {len(readable)} whose logs can be read whole (recomputed from them)"
+        )
+    return replace(run, metrics=metrics, episodes=tuple(entries), problems=tuple(problems))
+
+
+def _read_entry(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A log's list entry and what is wrong with it: (None, why) when it cannot be counted, (entry,
+    why) for a finished log with a cut-off line after its end, (entry, None) for a whole log."""
+    if not path.is_file():
+        return None, "is missing (the episode was never played, or the file was removed)"
+    try:
+        entry = index_episode(path)
+        torn = torn_line(path)
+    except CorruptLogError as exc:
+        return None, str(exc).removeprefix(f"event log {path} ")
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if entry is None:
+        cut = f" (it ends mid-line {torn}: the file was cut)" if torn else ""
+        return None, f"has no episode_end{cut}"
+    return entry, f"ends mid-line {torn} after its episode_end (that line is ignored)" if torn else None
 
 
 def _fmt(value: Any, pct: bool = False) -> str:
@@ -370,7 +464,10 @@ def static_viewer_data(runs: list[Run], max_steps: int = VIEWER_STEPS) -> dict[s
     for i, run in enumerate(runs):
         record = read_run_record(run.path)
         summaries.append(run_summary(run, record, i))
-        entries = [e for p in sorted((run.path / "events").glob("*.jsonl")) if (e := index_episode(p))]
+        if run.episodes is not None:  # checked: the logs the tables count
+            entries = sorted(run.episodes, key=lambda e: str(e["file"]))
+        else:
+            entries = [e for p in sorted((run.path / "events").glob("*.jsonl")) if (e := index_episode(p))]
         lists[str(i)] = entries
         for entry in entries:
             if entry["steps"] > budget:
@@ -383,9 +480,10 @@ def static_viewer_data(runs: list[Run], max_steps: int = VIEWER_STEPS) -> dict[s
 
 
 def run_warnings(run: Run) -> list[str]:
-    """What a reader must know before trusting a run's numbers: failed model calls, a memory store that
-    failed, episodes the environment broke (all counted in metrics.json from the event logs)."""
-    found = []
+    """What a reader must know before trusting a run's numbers: logs left out or at odds with
+    metrics.json (``check_logs``), failed model calls, a memory store that failed, episodes the
+    environment broke (all counted in metrics.json from the event logs)."""
+    found = list(run.problems)
     usage = run.metrics.usage
     if usage.model_call_errors:
         roles = ", ".join(f"{k} {v}" for k, v in usage.model_call_errors_by_role.items())
@@ -447,18 +545,82 @@ def run_summary(run: Run, record: RunRecord | None, index: int = 0) -> dict[str,
     }
 
 
-def write_report(dirs: list[Path], out: Path) -> Path:
-    """Write report.md, *.csv, *.png and report.html into ``out``; return the HTML path."""
-    runs = [load_run(d) for d in dirs]
+def write_report(dirs: list[Path], out: Path, on_warning: Callable[[str], None] | None = None) -> Path:
+    """Write report.md, *.csv, *.png and report.html into ``out``; return the HTML path.
+
+    Every output counts the episodes whose logs can be read whole (``check_logs``); ``on_warning``
+    hears each line of the Warnings section. The files are written into a temporary folder next to
+    ``out`` and moved into it only once all are written: on any error ``out`` is left as it was (an
+    earlier report in it too) and nothing of the temporary folder stays. Files of ``out`` that are not
+    the report's are never touched."""
+    runs = [check_logs(load_run(d)) for d in dirs]
     names = [r.name for r in runs]
     # Two runs of one config (e.g. two seeds) are told apart by their directory names.
-    runs = [
-        Run(f"{r.name} ({r.path.name})", r.path, r.metrics) if names.count(r.name) > 1 else r for r in runs
-    ]
+    runs = [replace(r, name=f"{r.name} ({r.path.name})") if names.count(r.name) > 1 else r for r in runs]
+    staging = _staging_folder(out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        warnings = _write_files(runs, staging)
+        _move_into(staging, out)
+    except OSError as exc:
+        raise OutputError(f"the report was not written to {out}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for warning in warnings:
+        if on_warning is not None:
+            on_warning(warning)
+    return out / "report.html"
+
+
+def _staging_folder(out: Path) -> Path:
+    """A new empty folder beside ``out`` (same file system, so moving out of it is a rename)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    where = out.resolve()
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        staging = where.parent / f".{where.name}.{os.getpid()}-{os.urandom(4).hex()}.partial"
+        staging.mkdir()  # not tempfile.mkdtemp: its 0700 would become the mode of a new --out
     except OSError as exc:
         raise UsageError(f"--out {out} cannot be created: {exc.strerror}") from exc
+    return staging
+
+
+def _move_into(staging: Path, out: Path) -> None:
+    """The staged report becomes ``out``: renamed as a whole when ``out`` does not exist, else file by
+    file over the report's own names (checked first: a folder in the way refuses before any move)."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    names = sorted(p.name for p in staging.iterdir())
+    for name in names:
+        if (out / name).is_dir():
+            raise OutputError(f"--out {out}: {out / name} is a folder; the report's {name} cannot replace it")
+    taken = [name for name in names if (out / name).exists()]
+    if taken and not _is_report(out):
+        # Files of the report's names in a folder no fastslow report wrote are someone else's.
+        raise UsageError(
+            f"--out {out} holds {', '.join(taken[:3])}{' ...' if len(taken) > 3 else ''} but no fastslow "
+            "report: choose another --out"
+        )
+    for name in sorted(names, key=lambda n: n == "report.html"):  # report.html last
+        os.replace(staging / name, out / name)
+
+
+REPORT_HEADING = "# fastslow report"
+"""report.md's first line: how a folder is known to hold an earlier fastslow report."""
+
+
+def _is_report(folder: Path) -> bool:
+    """Whether ``folder`` holds a report.md written by ``fastslow report`` (its first line)."""
+    try:
+        with open(folder / "report.md", encoding="utf-8") as fh:
+            return fh.readline().rstrip("\n") == REPORT_HEADING
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _write_files(runs: list[Run], out: Path) -> list[str]:
+    """Write the report's files into the folder ``out``; return the lines of its Warnings section."""
     tables = {
         "runs": ("Runs: memory store and warm-up", runs_table(runs)),
         "main": ("Main results", main_table(runs)),
@@ -474,7 +636,7 @@ def write_report(dirs: list[Path], out: Path) -> Path:
     }
     if any(r.metrics.seeds is not None for r in runs):
         tables["seeds"] = ("Seeds", seeds_table(runs))
-    md = ["# fastslow report", "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
+    md = [REPORT_HEADING, "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
     warnings = [w for r in runs for w in run_warnings(r)]
     if warnings:
         md += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
@@ -502,4 +664,4 @@ def write_report(dirs: list[Path], out: Path) -> Path:
     )
     html_path = out / "report.html"
     html_path.write_text(page, encoding="utf-8")
-    return html_path
+    return warnings

@@ -8,23 +8,36 @@ git commit) - and its episode selection. ``claim_run`` checks that identity befo
 - a different config, overrides, warm-up or code: refused with one line (exit 2); ``restart`` discards
   the run's own files first;
 - a different selection: refused unless ``extend`` (the run's selection becomes the union);
-- a directory with event logs but no readable ``run.json``: refused (``restart`` to start over).
+- a directory without a readable fastslow ``run.json`` that holds files a run writes (``events/``,
+  ``warmup/``, ``metrics.json``, ``config.yaml``, ``run.json``): refused, ``restart`` included, with a
+  message that suggests no deleting flag: fastslow cannot tell what in it is whose.
+
+``restart`` deletes only what the run recorded in ``run.json`` wrote (``run_files``): the event logs of
+its episodes (and their attempts kept in ``events/failed/``), the warm-up's logs listed in
+``warmup/run.json``, ``metrics.json``, ``config.yaml``, ``run.json``, the files ``fastslow report``
+writes into ``report/``, and the per-run store ``memory.sqlite`` when ``run.json`` names it per-run and it
+is a fastslow store. Any other file in DIR, inside ``events/`` included, stays. ``check_claim`` makes every
+refusal without writing or locking anything, so a refused command leaves DIR as it found it.
 
 A lock file (``.fastslow.lock``, an ``flock`` the kernel drops when its owner dies, however it dies)
 keeps a second process out of a directory in use; the lock is re-entrant within one process, so the
 warm-up and the evaluation of one ``fastslow eval`` share it.
 
 The AMM store of a run lives inside it (``memory.sqlite``) unless the config names one explicitly;
-``run.json`` records where it is and how many records it held when each start of the run began.
+``run.json`` records where it is and how many records it held when each start of the run began. A run
+never adopts a store it did not make: an existing ``memory.sqlite`` holding records, or a file that is
+not a fastslow store (``amm.path`` included), is refused before anything is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
-import shutil
+import re
 import socket
 import sys
 import time
@@ -37,19 +50,42 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from fastslow.config import RunConfig
 from fastslow.errors import OutputError, RunDirError, UsageError
+from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.runner import git_commit, versions
+from fastslow.redact import redact_argv, redact_override, redact_text
 
 RUN_FORMAT = 2
 """Version of run.json; 1 was the unversioned record of fastslow <= 0.1 (no identity)."""
 RUN_FILE = "run.json"
 LOCK_FILE = ".fastslow.lock"
 STORE_FILE = "memory.sqlite"
-RUN_FILES = ("events", "warmup", "metrics.json", RUN_FILE, "config.yaml", "report")
-"""What ``restart`` removes: the files a run writes, and nothing else a user may keep beside them."""
+CONFIG_FILE = "config.yaml"
+WARMUP_DIR = "warmup"
+"""DIR/warmup: the warm-up's logs (``evaluate.run_warmup``)."""
+REPORT_FILES = (
+    "report.md",
+    "report.html",
+    *(
+        f"{table}.csv"
+        for table in (
+            "runs",
+            "main",
+            "per_task",
+            "groups",
+            "success",
+            "paper_counters",
+            "mechanisms",
+            "usage",
+            "seeds",
+        )
+    ),
+    *(f"{figure}.png" for figure in ("per_task", "groups", "mechanisms")),
+)
+"""What ``fastslow report`` writes into ``DIR/report``: the only files a restart removes from it."""
 
 
 class StoreInfo(BaseModel):
@@ -64,6 +100,12 @@ class StoreInfo(BaseModel):
     """True: the run's own store inside the run directory; False: a store named by the config,
     possibly shared with other runs."""
 
+    @field_validator("location")
+    @classmethod
+    def _redact(cls, location: str) -> str:
+        # Redacted when built and when read back: a run.json of an older fastslow may hold a password.
+        return redact_text(location)
+
 
 class RunStart(BaseModel):
     """One start of the run (the first, or a resume)."""
@@ -72,6 +114,7 @@ class RunStart(BaseModel):
 
     started: str
     command: list[str]
+    """The command line of this start, its secrets redacted (``fastslow.redact.redact_argv``)."""
     pid: int
     host: str
     workers: int
@@ -85,6 +128,12 @@ class RunStart(BaseModel):
     memory_embedder: str | None = None
     """The embedder of hybrid ranking in this start (``all-MiniLM-L6-v2``, or the lexical stand-in's
     name when the ``embed`` extra is not installed); None with BM25 ranking or without AMM."""
+
+    @field_validator("command")
+    @classmethod
+    def _redact(cls, command: list[str]) -> list[str]:
+        # sys.argv as given, so redacted here, when built and when an older run.json is read back.
+        return redact_argv(command)
 
 
 class RunRecord(BaseModel):
@@ -100,6 +149,7 @@ class RunRecord(BaseModel):
     config_hash: str
     """sha256 of the resolved configuration (as given, before the per-run store path is filled in)."""
     overrides: list[str] = []
+    """The ``-o`` overrides, each with its secrets redacted (``fastslow.redact.redact_override``)."""
     warmup: dict[str, Any] | None = None
     """The warm-up that fills the store: ``{"played_by": name, "config_hash": ...}``; None without."""
     code: dict[str, str | None]
@@ -108,6 +158,12 @@ class RunRecord(BaseModel):
     """The selection: episode ids (``13-0027``, ``13-0027-s1`` when seeded) in play order."""
     store: StoreInfo | None = None
     starts: list[RunStart] = []
+
+    @field_validator("overrides")
+    @classmethod
+    def _redact(cls, overrides: list[str]) -> list[str]:
+        # Redacted when built and when read back: a run.json of an older fastslow may hold a password.
+        return [redact_override(o) for o in overrides]
 
 
 def config_hash(config: RunConfig) -> str:
@@ -149,7 +205,8 @@ def store_config(config: RunConfig, out: Path) -> RunConfig:
 
 
 def store_info(config: RunConfig, out: Path) -> StoreInfo | None:
-    """Where a placed config's store is (None without AMM)."""
+    """Where the store of ``config`` (as given, before ``store_config`` places it) is: the run's own
+    when the config names no file (None without AMM)."""
     amm = config.amm
     if not amm.enabled:
         return None
@@ -158,9 +215,11 @@ def store_info(config: RunConfig, out: Path) -> StoreInfo | None:
 
         dsn = amm.dsn or os.environ.get("FASTSLOW_PG_DSN", "")
         return StoreInfo(kind="postgres", location=f"{redact_dsn(dsn)}#{amm.table}", per_run=False)
-    assert amm.path, "store_config places the store first"
-    per_run = Path(amm.path).resolve() == (out / STORE_FILE).resolve()
-    return StoreInfo(kind="sqlite", location=amm.path, per_run=per_run)
+    placed = store_config(config, out).amm.path
+    assert placed, "store_config places an SQLite store"
+    # Per-run only when fastslow chose the file: a store the config names stays the user's, even when
+    # it is DIR/memory.sqlite, and no restart ever deletes it.
+    return StoreInfo(kind="sqlite", location=placed, per_run=not amm.path)
 
 
 def _first_difference(old: Any, new: Any, prefix: str = "") -> str | None:
@@ -237,33 +296,45 @@ def run_lock(out: Path) -> Iterator[None]:
 
 
 def read_run_record(out: Path) -> RunRecord | None:
-    """DIR's run record; None when there is none; ``RunDirError`` when it cannot be read as one."""
+    """DIR's run record; None when there is none; ``RunDirError`` (one line naming the file, with no
+    advice: the caller knows what to suggest) when it cannot be read as one."""
     path = out / RUN_FILE
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RunDirError(
-            f"--out {out}: {RUN_FILE} cannot be read ({exc}); --restart discards the run"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
-        raise RunDirError(
-            f"--out {out} holds a run of an older fastslow without a run identity; "
-            "use another --out, or --restart to discard it"
-        )
+        raise RunDirError(f"{path} cannot be read ({exc})") from None
+    if not isinstance(data, dict) or not ({"run_id", "config_name"} & data.keys()):
+        raise RunDirError(f"{path} is not a fastslow run record")
+    fmt = data.get("format")
+    if fmt != RUN_FORMAT:
+        newer = isinstance(fmt, int) and fmt > RUN_FORMAT
+        which = f"a newer fastslow (format {fmt})" if newer else "an older fastslow without a run identity"
+        raise RunDirError(f"{path} was written by {which}")
     try:
         return RunRecord.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise RunDirError(f"--out {out}: {RUN_FILE} is not a run record ({where}: {err['msg']})") from None
+        raise RunDirError(f"{path} is not a fastslow run record ({where}: {err['msg']})") from None
 
 
-def _has_run_files(out: Path) -> bool:
-    """Logs or metrics of some run (an empty events/ folder, as ``prepare_out_dir`` makes, is none)."""
-    logs = (out / "events").is_dir() and any((out / "events").iterdir())
-    return logs or (out / "warmup").exists() or (out / "metrics.json").exists()
+def _foreign_files(out: Path) -> list[str]:
+    """What in a DIR without a run record a run would write into or over: anything in ``events/`` or
+    ``warmup/`` (an empty ``events/``, as ``prepare_out_dir`` makes, is nothing), ``metrics.json``,
+    ``config.yaml``."""
+    found: list[str] = []
+    for name in ("events", WARMUP_DIR, METRICS_FILE, CONFIG_FILE):
+        path = out / name
+        if path.is_dir():
+            entries = sorted(p.name for p in path.iterdir())
+            if entries:
+                more = f" (+{len(entries) - 1} more)" if len(entries) > 1 else ""
+                found.append(f"{name}/{entries[0]}{more}")
+        elif path.exists() or path.is_symlink():
+            found.append(name)
+    return found
 
 
 def _refuse(out: Path, what: str) -> RunDirError:
@@ -275,7 +346,9 @@ def _check(old: RunRecord, new: RunRecord, new_dump: dict[str, Any], out: Path, 
     if old.config_hash != new.config_hash:
         detail = ""
         try:
-            before = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))
+            before = yaml.safe_load((out / CONFIG_FILE).read_text(encoding="utf-8"))
+            if not isinstance(before, dict):
+                raise yaml.YAMLError("not a mapping")
             labels = ("name", "description")  # the name is already in the message
             diff = _first_difference(
                 {k: v for k, v in before.items() if k not in labels},
@@ -305,17 +378,85 @@ def _check(old: RunRecord, new: RunRecord, new_dump: dict[str, Any], out: Path, 
     )
 
 
-def discard_run(out: Path) -> None:
-    """``--restart``: remove the run's own files (and its per-run store), nothing else in DIR."""
-    for name in RUN_FILES:
-        target = out / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-    for suffix in ("", "-wal", "-shm"):
-        # only the per-run store: an explicitly named (shared) store is never touched by a restart
-        (out / f"{STORE_FILE}{suffix}").unlink(missing_ok=True)
+_EPISODE_ID = re.compile(r"\d+-\d+(?:-s\d+)?")
+"""An episode id as run.json lists them; anything else (``../x``) never becomes a path to delete."""
+
+
+def _episode_logs(events: Path, ids: list[str]) -> list[Path]:
+    """The logs of these episodes in an events folder, and their attempts kept in ``failed/``."""
+    found: list[Path] = []
+    for episode_id in ids:
+        if not _EPISODE_ID.fullmatch(episode_id):
+            continue
+        found.append(events / f"{episode_id}.jsonl")
+        if (events / "failed").is_dir():
+            found += sorted((events / "failed").glob(f"{glob.escape(episode_id)}.*"))
+    return found
+
+
+def _warmup_episodes(out: Path, run_id: str) -> list[str] | None:
+    """The episodes of DIR's warm-up when ``warmup/run.json`` says the run ``run_id`` played it."""
+    try:
+        data = json.loads((out / WARMUP_DIR / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("run_id") != run_id:
+        return None
+    episodes = data.get("episodes")
+    if not isinstance(episodes, list):
+        return None
+    return [e for e in episodes if isinstance(e, str)]
+
+
+def _is_store(path: Path) -> bool:
+    """Whether ``path`` is a fastslow SQLite store (or an empty file or database that may become one)."""
+    from fastslow.memory.stores import MemoryStoreError
+    from fastslow.memory.stores.sqlite import check_store_file
+
+    try:
+        check_store_file(path)
+    except MemoryStoreError:
+        return False
+    return True
+
+
+def run_files(out: Path, record: RunRecord) -> list[Path]:
+    """What the run ``record`` describes wrote into DIR, as far as it is there: what ``restart`` deletes.
+
+    The event logs of its episodes (and their attempts in ``events/failed/``), the warm-up's logs and
+    ``warmup/run.json`` when that names this run, ``metrics.json``, ``config.yaml``, ``run.json``, the files
+    ``fastslow report`` writes into ``report/`` (``REPORT_FILES``), and ``memory.sqlite`` (with its WAL
+    files) when the record names it the run's own store and it is a fastslow store. Nothing else: a
+    user's file beside them, in ``events/`` or ``report/`` included, is not the run's."""
+    found = [out / RUN_FILE, out / CONFIG_FILE, out / METRICS_FILE]
+    found += _episode_logs(out / "events", record.episodes)
+    warm = _warmup_episodes(out, record.run_id)
+    if warm is not None:
+        found += [*_episode_logs(out / WARMUP_DIR / "events", warm), out / WARMUP_DIR / RUN_FILE]
+    found += [out / "report" / name for name in REPORT_FILES]
+    store, own = record.store, out / STORE_FILE
+    if (
+        store is not None
+        and store.kind == "sqlite"
+        and store.per_run
+        and Path(store.location).resolve() == own.resolve()
+        and own.is_file()
+        and _is_store(own)
+    ):
+        found += [own, own.with_name(f"{STORE_FILE}-wal"), own.with_name(f"{STORE_FILE}-shm")]
+    return [p for p in found if p.is_file() or p.is_symlink()]
+
+
+def _discard(out: Path, files: list[Path]) -> None:
+    """Delete ``files`` (``run_files``), then the folders they leave empty."""
+    try:
+        for path in files:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise OutputError(f"--restart cannot remove {path}: {exc.strerror or exc}") from exc
+    for folder in ("events/failed", "events", "warmup/events/failed", "warmup/events", WARMUP_DIR, "report"):
+        with contextlib.suppress(OSError):  # missing, or holding what is not the run's: it stays
+            (out / folder).rmdir()
 
 
 def write_json(path: Path, payload: Any) -> None:
@@ -354,6 +495,111 @@ def memory_ranking(config: RunConfig) -> tuple[str | None, str | None]:
     return config.amm.retrieval.ranking, (embedder.name if embedder is not None else None)
 
 
+@dataclass
+class _Plan:
+    record: RunRecord
+    """What run.json will say, before this start is appended."""
+    placed: RunConfig
+    """The configuration with its AMM store placed."""
+    discard: list[Path]
+    """``restart``: the files of the run already in DIR (``run_files``)."""
+
+
+def _plan(
+    out: Path,
+    config: RunConfig,
+    selection: list[str],
+    overrides: list[str] | None,
+    warmup: dict[str, Any] | None,
+    restart: bool,
+    extend: bool,
+) -> _Plan:
+    """Every refusal of ``claim_run``, read-only: what to write and what to delete if none applies."""
+    new = RunRecord(
+        run_id=uuid.uuid4().hex[:12],
+        config_name=config.name,
+        config_hash=config_hash(config),
+        overrides=list(overrides or []),
+        warmup=warmup,
+        code=code_identity(),
+        episodes=selection,
+    )
+    try:
+        old = read_run_record(out)
+    except RunDirError as exc:
+        # Not a run this fastslow can read: it cannot tell what in DIR is whose, so it deletes nothing.
+        raise RunDirError(f"--out {out}: {exc}; choose another --out") from None
+    if old is None:
+        foreign = _foreign_files(out)
+        if foreign:
+            raise RunDirError(
+                f"--out {out} holds {', '.join(foreign)} but no fastslow run record: fastslow writes only "
+                "into an empty directory or its own run's; choose another --out"
+            )
+    record, discard = new, []
+    if old is not None and restart:
+        discard = run_files(out, old)
+    elif old is not None:
+        episodes = _check(old, new, config.model_dump(mode="json"), out, extend)
+        record = old.model_copy(update={"episodes": episodes, "overrides": new.overrides})
+    placed = store_config(config, out)
+    record.store = store_info(config, out)
+    resumed = old if old is not None and not restart else None
+    _check_store(out, record.store, resumed, discard)
+    return _Plan(record, placed, discard)
+
+
+def _check_store(out: Path, store: StoreInfo | None, resumed: RunRecord | None, discard: list[Path]) -> None:
+    """A ``UsageError`` when the run's SQLite store is a file it must not write into: someone else's
+    database (``amm.path`` included), or a per-run ``memory.sqlite`` holding records no run of DIR
+    wrote (adopted, a later restart would delete them)."""
+    if store is None or store.kind != "sqlite":
+        return
+    path = Path(store.location)
+    if path.resolve() in {p.resolve() for p in discard}:
+        return  # the restarted run's own store, about to go
+    records = _store_file_records(path)
+    own = resumed is not None and resumed.store is not None and resumed.store.per_run
+    if store.per_run and records and not own:
+        raise RunDirError(
+            f"--out {out} holds {STORE_FILE} with {records} records that no run of it wrote: "
+            f"name it with -o amm.path={path} to use it, or choose another --out"
+        )
+
+
+def _store_file_records(path: Path) -> int:
+    from fastslow.memory.stores import MemoryStoreError
+    from fastslow.memory.stores.sqlite import check_store_file
+
+    try:
+        return check_store_file(path)
+    except MemoryStoreError as exc:
+        raise UsageError(f"memory store: {exc}") from None
+
+
+def check_store(config: RunConfig) -> None:
+    """A one-line ``UsageError`` when a placed config's SQLite store is a file fastslow must not write
+    into (``check_store_file``: not SQLite, or someone else's database); reads only."""
+    amm = config.amm
+    if amm.enabled and amm.store == "sqlite" and amm.path:
+        _store_file_records(Path(amm.path))
+
+
+def check_claim(
+    out: Path,
+    config: RunConfig,
+    selection: list[str],
+    *,
+    overrides: list[str] | None = None,
+    warmup: dict[str, Any] | None = None,
+    restart: bool = False,
+    extend: bool = False,
+) -> None:
+    """Every refusal ``claim_run`` would make, without locking or writing anything: called before DIR
+    is created, so a refused command leaves DIR (and a directory of someone else's files) as it was."""
+    _plan(out, config, selection, overrides, warmup, restart, extend)
+
+
 def claim_run(
     out: Path,
     config: RunConfig,
@@ -369,31 +615,18 @@ def claim_run(
     """Check DIR against this run's identity, then write config.yaml and run.json. Call it holding
     ``run_lock``; until the lock is released, ``claimed_run(DIR)`` returns the record (the CLI claims
     before the warm-up, ``evaluate`` then plays under that claim). The record's ``episodes`` is the
-    selection to play (the union with ``extend``)."""
-    new = RunRecord(
-        run_id=uuid.uuid4().hex[:12],
-        config_name=config.name,
-        config_hash=config_hash(config),
-        overrides=list(overrides or []),
-        warmup=warmup,
-        code=code_identity(),
-        episodes=selection,
-    )
-    dump = config.model_dump(mode="json")
-    old = None if restart else read_run_record(out)
-    if old is None and not restart and _has_run_files(out):
-        raise _refuse(out, "event logs but no run record")
-    if restart:
-        discard_run(out)
-    record = new
-    if old is not None:
-        episodes = _check(old, new, dump, out, extend)
-        record = old.model_copy(update={"episodes": episodes, "overrides": new.overrides})
-    placed = store_config(config, out)
-    record.store = store_info(placed, out)
+    selection to play (the union with ``extend``).
+
+    Refused (``RunDirError``/``UsageError``, nothing written or deleted): another run's DIR unless
+    ``restart``; another selection unless ``extend`` or ``restart``; a DIR without a fastslow run record
+    that holds what a run writes (``restart`` too: it deletes only a recorded run's files); a store the
+    run must not write into (``_check_store``). ``restart`` deletes ``run_files`` of the run in DIR."""
+    plan = _plan(out, config, selection, overrides, warmup, restart, extend)
+    if plan.discard:
+        _discard(out, plan.discard)
+    record, placed = plan.record, plan.placed
     try:
         (out / "events").mkdir(parents=True, exist_ok=True)
-        (out / "config.yaml").write_text(yaml.safe_dump(dump, sort_keys=False), encoding="utf-8")
     except OSError as exc:
         raise OutputError(f"cannot write into --out {out}: {exc.strerror or exc}") from exc
     ranking, embedder = memory_ranking(placed)
@@ -411,17 +644,31 @@ def claim_run(
             memory_embedder=embedder,
         ),
     ]
+    # run.json first: a process killed before config.yaml is written leaves a run that resumes.
     write_json(out / RUN_FILE, record.model_dump(mode="json"))
+    dump = yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    try:
+        (out / CONFIG_FILE).write_text(dump, encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"cannot write into --out {out}: {exc.strerror or exc}") from exc
     _CLAIMED[out.resolve()] = record
     return record
 
 
-def check_not_eval_dir(out: Path) -> None:
-    """``fastslow run --out DIR`` must not write into an eval run's directory."""
-    if (out / RUN_FILE).exists() or (out / "metrics.json").exists():
+def check_episode_out(out: Path, episode_id: str) -> None:
+    """``fastslow run --out DIR`` refuses a DIR its log would overwrite or mix with: an eval run's
+    directory (or anything holding ``run.json`` or ``metrics.json``), or one that already holds a log
+    of this episode (another ``fastslow run``'s, whatever its config). Reads only."""
+    found = [name for name in (RUN_FILE, METRICS_FILE) if (out / name).exists()]
+    if found:
         raise RunDirError(
-            f"--out {out} is an eval run's directory: `fastslow run` would overwrite its logs; "
-            "choose another --out"
+            f"--out {out} is an eval run's directory or holds another program's files "
+            f"({' and '.join(found)}): `fastslow run` would mix its log with them; choose another --out"
+        )
+    log = out / "events" / f"{episode_id}.jsonl"
+    if log.exists() or log.is_symlink():
+        raise RunDirError(
+            f"--out {out} already holds a log of episode {episode_id} ({log}): choose another --out"
         )
 
 

@@ -20,12 +20,16 @@ from typing import Any
 
 from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import all_tasks
+from fastslow.errors import CorruptLogError
 from fastslow.eval.rundir import RunRecord
-from fastslow.events import iter_events
+from fastslow.events import iter_events, parse_event
+from fastslow.redact import redact_data
 
-OUTCOMES = ("success", "failure", "step_limit", "early_stop", "error", "other")
+OUTCOMES = ("success", "failure", "step_limit", "early_stop", "error", "other", "unreadable", "unfinished")
 """An episode's outcome for the filters: success (score 100), failure (-100), step limit, early stop,
-environment error; ``other`` for an episode that ended otherwise below 100 (e.g. the agent's own end)."""
+environment error; ``other`` for an episode that ended otherwise below 100 (e.g. the agent's own end);
+``unreadable`` for a log that cannot be read whole (a line that is not an event, bytes that are not
+UTF-8, a last line cut off) and ``unfinished`` for one without an episode end (``episode_entry``)."""
 
 MECHANISMS: dict[str, str] = {
     "sage": "Sage was called",
@@ -122,6 +126,97 @@ def index_episode(path: Path) -> dict[str, Any] | None:
 
 
 _TASKS = {t.task_id: t for t in all_tasks()}
+
+
+def episode_entry(path: Path) -> dict[str, Any]:
+    """``index_episode``'s entry, or, for a log that cannot be read whole or has no end, an entry with
+    what its header says, the mark of ``log_problem`` as ``outcome`` and its reason as ``problem``.
+    Never raises for what a log holds: the list shows every log of a run."""
+    try:
+        entry = index_episode(path)
+    except (CorruptLogError, OSError):
+        entry = None
+    if entry is not None:
+        return entry
+    mark, problem = log_problem(path) or ("unreadable", f"event log {path} cannot be summarised")
+    return _marked(path, mark, problem)
+
+
+def log_problem(path: Path) -> tuple[str, str] | None:
+    """Why the log at ``path`` cannot be shown whole: (mark, one-line reason); None when it can.
+
+    ``unreadable``: a line that is not an event or bytes that are not UTF-8 (``CorruptLogError``'s
+    message), a file that cannot be opened, a last line cut off, no ``episode_start``;
+    ``unfinished``: whole lines but no ``episode_end`` (the episode was stopped, or is being played)."""
+    kinds: dict[str, int] = {}
+    try:
+        for e in iter_events(path):
+            kinds[e.event] = kinds.get(e.event, 0) + 1
+    except CorruptLogError as exc:
+        return "unreadable", str(exc)
+    except OSError as exc:
+        return "unreadable", f"event log {path} cannot be read: {exc.strerror or exc}"
+    steps = kinds.get("env_step", 0)
+    if _cut_off(path):
+        return (
+            "unreadable",
+            f"event log {path} is cut off: its last line is incomplete ({steps} steps readable)",
+        )
+    if "episode_start" not in kinds:
+        return "unreadable", f"event log {path} has no episode_start"
+    if "episode_end" not in kinds:
+        why = "the episode was stopped, or is still being played"
+        return "unfinished", f"event log {path} has no episode_end after {steps} steps: {why}"
+    return None
+
+
+def _cut_off(path: Path) -> bool:
+    """Whether the file's last line is incomplete: every line the event writer appends ends in a
+    newline, so a file ending otherwise was cut short (or is being written this very moment)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if size == 0:
+                return False
+            fh.seek(size - 1)
+            return fh.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def _marked(path: Path, outcome: str, problem: str) -> dict[str, Any]:
+    """A list entry for a log ``index_episode`` cannot summarise: ids from its header when its first
+    line is a readable header, the rest empty, and ``problem``."""
+    header: dict[str, Any] = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = parse_event(fh.readline())
+        if first.event == "episode_start":
+            header = first.model_dump(mode="json")
+    except (OSError, ValueError):
+        pass
+    task = _TASKS.get(header.get("task_id", -1))
+    return {
+        "id": header.get("episode_id", path.stem),
+        "file": path.name,
+        "task_id": header.get("task_id"),
+        "task_name": header.get("task_name", ""),
+        "group": task.group if task is not None else "",
+        "variation": header.get("variation"),
+        "seed": header.get("seed"),
+        "score": None,
+        "score_strict": None,
+        "final_score": None,
+        "end": outcome,
+        "outcome": outcome,
+        "steps": None,
+        "wall_s": None,
+        "error": None,
+        "last_source": "",
+        "mechanisms": {},
+        "first": {"gain": None, "failure": None, "gate_drop": None},
+        "problem": problem,
+    }
 
 
 def _mechanisms(e: dict[str, Any]) -> Iterator[str]:
@@ -253,5 +348,6 @@ def page(embedded: dict[str, Any] | None = None) -> str:
     "episodes": {i: [...]}, "details": {"i/episode_id": {...}}}``); None: the page reads the JSON API of
     the server that sent it (``fastslow view``)."""
     parts = viewer_assets()
-    html = parts["html"].replace("/*STYLE*/", parts["css"]).replace("/*DATA*/", viewer_boot(embedded))
+    data = viewer_boot(redact_data(embedded))  # a report is shared: no password goes into it
+    html = parts["html"].replace("/*STYLE*/", parts["css"]).replace("/*DATA*/", data)
     return html.replace("/*SCRIPT*/", parts["js"])

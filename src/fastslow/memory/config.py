@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import Field, FieldSerializationInfo, field_serializer, field_validator, model_validator
 
+from fastslow.redact import SECRETS_CONTEXT_KEY as SECRETS_CONTEXT_KEY
+from fastslow.redact import redact_text, wants_secrets
 from fastslow.strict import StrictModel
 
 StoreKind = Literal["sqlite", "postgres"]
@@ -24,43 +26,18 @@ RankingKind = Literal["bm25", "hybrid"]
 QueryStyle = Literal["state", "authors"]
 EmbedderChoice = Literal["auto", "minilm", "lexical"]
 
-SECRETS_CONTEXT_KEY = "secrets"
-"""Serialization context key: ``model_dump(context={"secrets": True})`` keeps the DSN's password.
-
-Every other dump (config.yaml, run.json, event headers, ``fastslow config show``) redacts it; only the
-harness, shipping the config to its own worker processes, needs the real DSN."""
-
 TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,56}$")
 """A PostgreSQL table name the store accepts: it is interpolated into SQL, so only a plain lower-case
 identifier, with room for the ``_terms`` suffix within PostgreSQL's 63 characters."""
 
-_URL_DSN = re.compile(r"^(?P<scheme>postgres(?:ql)?://)(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
-_URL_QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)[^&#]*", re.IGNORECASE)
-# libpq keyword form: password=secret, password = 'se cret', password='it\'s' (backslash escapes).
-_KV_PASSWORD = re.compile(r"\b(?P<key>password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s']\S*)", re.IGNORECASE)
-
 
 def redact_dsn(dsn: str) -> str:
-    """``dsn`` with its password replaced by ``***``, in URL and in key=value form.
+    """``dsn`` with its password replaced by ``***``, in URL and in key=value form (``fastslow.redact``).
 
     ``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db`` (also a ``?password=``
     query parameter); ``host=h password='se cret'`` -> ``host=h password=***``.
     """
-    url = _URL_DSN.match(dsn)
-    if url is None:
-        return _KV_PASSWORD.sub(lambda m: m.group("key") + "***", dsn)
-    rest = url.group("rest")
-    # The authority ends at the first / ? or #; its user info ends at its last @ (a raw @ in a
-    # password is a user's mistake, but must not leak the part after it either).
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority, tail = rest[:end], rest[end:]
-    if "@" in authority:
-        userinfo, host = authority.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        authority = f"{userinfo}@{host}"
-    tail = _URL_QUERY_PASSWORD.sub(lambda m: m.group("key") + "***", tail)
-    return url.group("scheme") + authority + tail
+    return redact_text(dsn)
 
 
 class SalienceConfig(StrictModel):
@@ -285,10 +262,8 @@ class AmmConfig(StrictModel):
 
     @field_serializer("dsn")
     def _dump_dsn(self, dsn: str, info: FieldSerializationInfo) -> str:
-        context = info.context
-        if isinstance(context, dict) and context.get(SECRETS_CONTEXT_KEY) is True:
-            return dsn
-        return redact_dsn(dsn)
+        # Every dump is a record or a display, except the config the harness ships to its own workers.
+        return dsn if wants_secrets(info.context) else redact_dsn(dsn)
 
     @model_validator(mode="after")
     def _store_fields_fit_store(self) -> AmmConfig:

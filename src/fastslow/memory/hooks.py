@@ -18,6 +18,9 @@ after failure messages; the Critic gets a search of its own.
 
 AMM is informational: every method returns evidence or a proposal for the controller to arbitrate,
 none executes anything, and every failure leaves the baseline input unchanged (``MemoryFallback``).
+A search that skipped stored rows that are not records (bad JSON, missing fields) is logged the same
+way (reason ``store_error: ...``, counted in metrics.json's ``store_errors``), though the records it did
+read are still used.
 """
 
 from __future__ import annotations
@@ -264,6 +267,27 @@ class AmmHooks:
     def _fallback(self, traj: Trajectory, trigger: MemoryTrigger, target: str, reason: str) -> None:
         self.sink.emit(MemoryFallback(step=traj.current.steps, trigger=trigger, target=target, reason=reason))
 
+    def _retrieve(
+        self,
+        trigger: MemoryTrigger,
+        target: str,
+        traj: Trajectory,
+        k: int,
+        tags: Sequence[Tag],
+        rung: str = "",
+    ) -> list[MemoryRecord]:
+        """``retriever.retrieve``, plus one ``store_error`` fallback event for ``target`` when the search
+        skipped rows that are not records (the store warns once per row; the event marks every search
+        that lost rows, so metrics count them as the store errors they are)."""
+        bad = self.retriever.store.bad
+        before = bad.skips
+        records = self.retriever.retrieve(trigger, traj, k, tags, rung=rung)
+        skipped = bad.skips - before
+        if skipped:
+            more = f" (and {skipped - 1} more in this search)" if skipped > 1 else ""
+            self._fallback(traj, trigger, target, f"{STORE_ERROR}{bad.last}{more}")
+        return records
+
     def _block(
         self,
         traj: Trajectory,
@@ -359,7 +383,7 @@ class AmmHooks:
         retries = 0
         for rung, tags in rungs:
             try:
-                records = self.retriever.retrieve("T1", traj, rcfg.t1_k, tags, rung=rung)
+                records = self._retrieve("T1", "swift", traj, rcfg.t1_k, tags, rung=rung)
             except MemoryStoreError as exc:
                 self._fallback(traj, "T1", "swift", f"{STORE_ERROR}{exc}")
                 break
@@ -398,10 +422,10 @@ class AmmHooks:
         if not rcfg.t4:
             return InjectionResult(None, fallback="disabled")
         try:
-            records = self.retriever.retrieve("T4", traj, rcfg.t4_k, PLANNING_TAGS)
+            records = self._retrieve("T4", "sage", traj, rcfg.t4_k, PLANNING_TAGS)
             avoid: list[MemoryRecord] = []
             if rcfg.t4_avoidance_on_failures and rcfg.t3 and failures:
-                avoid = self.retriever.retrieve("T4", traj, rcfg.t4_k, AVOIDANCE, rung="avoidance")
+                avoid = self._retrieve("T4", "sage", traj, rcfg.t4_k, AVOIDANCE, rung="avoidance")
         except MemoryStoreError as exc:
             self._fallback(traj, "T4", "sage", f"{STORE_ERROR}{exc}")
             return InjectionResult(None, fallback=f"{STORE_ERROR}{exc}")
@@ -417,7 +441,7 @@ class AmmHooks:
         self, trigger: MemoryTrigger, traj: Trajectory, tags: Sequence[Tag] = ALL_TAGS, rung: str = ""
     ) -> list[MemoryRecord]:
         try:
-            records = self.retriever.retrieve(trigger, traj, self.cfg.retrieval.cache_k, tags, rung=rung)
+            records = self._retrieve(trigger, "cache", traj, self.cfg.retrieval.cache_k, tags, rung=rung)
         except MemoryStoreError as exc:
             self._fallback(traj, trigger, "cache", f"{STORE_ERROR}{exc}")
             records = []
@@ -453,11 +477,11 @@ class AmmHooks:
             return self._block(traj, trigger, records, "critic")
         # The Critic is called on stagnation, T2's condition: its searches are logged as T2 rungs.
         try:
-            found = self.retriever.retrieve("T2", traj, CRITIC_SEARCH_K, PLANNING_TAGS, rung="critic")
+            found = self._retrieve("T2", "critic", traj, CRITIC_SEARCH_K, PLANNING_TAGS, rung="critic")
             avoid: list[MemoryRecord] = []
             if rcfg.t3 and critic_wants_avoidance(traj, patterns):
-                avoid = self.retriever.retrieve(
-                    "T2", traj, CRITIC_SEARCH_K, AVOIDANCE, rung="critic-avoidance"
+                avoid = self._retrieve(
+                    "T2", "critic", traj, CRITIC_SEARCH_K, AVOIDANCE, rung="critic-avoidance"
                 )
         except MemoryStoreError as exc:
             self._fallback(traj, "T2", "critic", f"{STORE_ERROR}{exc}")

@@ -12,17 +12,21 @@ Any failure - nothing to inject, a rendering error, a block that fails the struc
 fit the budget - returns a fallback reason instead of text, and the caller keeps the baseline prompt.
 
 Record text comes from the environment and from a store other processes write, so it is data, never
-structure: before formatting, every field that enters a prompt is collapsed to one line, stripped of
-anything that looks like the block's delimiters (``<<<``/``>>>`` and look-alikes, the BEGIN/END marker
-words, chat special-token brackets ``<|``/``|>``, the header line's ``|`` field separator) and cut to
-its own length (``FIELD_CHARS``). A record therefore renders as exactly the lines the template makes,
-and no line of the block starts with text a record chose (a fake ``SYSTEM:`` header, a fake "Reply
-exactly:" format).
+structure: before formatting, every field that enters a prompt goes through one sanitiser
+(``neutralize``): terminal escape sequences, control, format (bidi overrides, zero-width) and surrogate
+characters removed and the rest NFKC-normalized (``plain_text``), so no invisible or look-alike
+character can hide what follows; then it is collapsed to one line, stripped of anything that looks like
+the block's delimiters (``<<<``/``>>>`` and look-alikes, the BEGIN/END marker words in any case,
+spacing and punctuation, chat special-token brackets ``<|``/``|>``, the header line's ``|`` field
+separator) and cut to its own length (``FIELD_CHARS``). A record therefore renders as exactly the
+lines the template makes, and no line of the block starts with text a record chose (a fake ``SYSTEM:``
+header, a fake "Reply exactly:" format).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -77,7 +81,31 @@ _CLOSE_RUN = re.compile(f"(?:[{_CLOSE}]{{2,}}|[{_CLOSE2}])[{_CLOSE}{_CLOSE2}]*")
 # Chat-template special tokens (<|im_start|>, <|eot_id|>): a tokenizer that parses specials in prompt
 # text would turn them into real turn boundaries.
 _SPECIAL = re.compile(r"<\s*\||\|\s*>")
-_MARKER = re.compile(r"\b(?:begin|end)\W{0,8}retrieved\W{0,8}memor(?:y|ies)\b", re.IGNORECASE)
+# Terminal escape sequences, removed whole (removing only ESC would leave "[31m" behind): CSI (ESC [ or
+# the C1 CSI), OSC up to its terminator, and the two-character ESC sequences.
+_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -~]?"
+)
+# Control (Cc), format (Cf: bidi embeddings and overrides U+202A-U+202E and U+2066-U+2069, the marks
+# U+200E/U+200F, zero-width U+200B-U+200D, U+2060, U+FEFF, soft hyphen, tag characters) and lone
+# surrogates (Cs): none shows as text, all can hide or reorder what a reader sees.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
+
+
+def _spaced(word: str) -> str:
+    # Letters of a marker word with up to 16 non-alphanumerics (spaces, punctuation, "_") between any two.
+    return r"[\W_]{0,16}".join(word)
+
+
+_GAP = r"[\W_]{0,16}"
+_MARKER = re.compile(
+    f"(?:{_spaced('begin')}|{_spaced('end')}){_GAP}{_spaced('retrieved')}{_GAP}"
+    f"{_spaced('memor')}{_GAP}(?:{_spaced('ies')}|y)",
+    re.IGNORECASE,
+)
+"""The block's BEGIN/END marker words in any case, spacing and punctuation (``END_RETRIEVED_MEMORIES``,
+``end retrieved-memories``, ``E.N.D RETRIEVED MEMORIES``), matched on ``plain_text`` (fullwidth letters
+folded, zero-width characters gone)."""
 
 
 @dataclass(frozen=True)
@@ -114,12 +142,25 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 3, 0)].rstrip() + "..."
 
 
+def plain_text(text: str) -> str:
+    """``text`` with terminal escape sequences and invisible characters (control, format and surrogate
+    characters: NUL, BEL, ESC, U+202E, U+200B, U+FEFF, ...) removed, whitespace controls (newline, tab)
+    kept as spaces, then NFKC-normalized (fullwidth ``ＥＮＤ`` reads ``END``, ligatures are split)."""
+    text = _ESCAPE.sub("", text)
+    text = "".join(
+        " " if c.isspace() else c for c in text if c.isspace() or unicodedata.category(c) not in _INVISIBLE
+    )
+    return unicodedata.normalize("NFKC", text)
+
+
 def neutralize(text: str, limit: int) -> str:
-    """Record text made safe to put inside the block: one line, no delimiter look-alikes, ``limit`` chars.
+    """Record text made safe to put inside the block: visible characters only (``plain_text``), one line,
+    no delimiter look-alikes, ``limit`` chars. This is the one sanitiser every record field goes through
+    before any prompt (``sanitize``).
 
     Delimiters are replaced before the cut, so the result is never longer than ``limit``.
     """
-    text = one_line(text)
+    text = one_line(plain_text(text))
     text = _MARKER.sub("[marker removed]", text)
     text = _SPECIAL.sub(lambda m: "(" if "<" in m.group() else ")", text)
     text = _OPEN_RUN.sub("(", text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastslow.models.base import (
     CHARS_PER_TOKEN,
     ChatModel,
+    CircuitOpenError,
     Completion,
     FoldSystem,
     Message,
@@ -44,6 +45,7 @@ def _backend(cfg: ModelConfig) -> ChatModel:
 __all__ = [
     "CHARS_PER_TOKEN",
     "ChatModel",
+    "CircuitOpenError",
     "Completion",
     "FoldSystem",
     "Message",

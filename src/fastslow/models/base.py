@@ -56,6 +56,11 @@ class ModelCallError(ModelError):
         self.attempts = attempts
 
 
+class CircuitOpenError(ModelError):
+    """The call was not sent: its role's circuit breaker is open (``models.breaker``). Callers fall back as
+    on any ``ModelError``; ``call_model`` logs it as a skipped call."""
+
+
 class ChatModel(Protocol):
     """A language model Sage and the Critic can talk to; selected by ``ModelConfig.kind``."""
 
@@ -140,8 +145,10 @@ def call_model(
     """Call ``model`` and emit exactly one ``ModelCall`` event, whether the call succeeds or fails.
 
     A failure is logged with its error and re-raised, so the caller can fall back (Sage's plan is skipped,
-    Swift keeps acting) while the log still shows the attempt. ``record_text`` puts the prompt and the reply
-    into the event (on by default: the logs are the audit trail).
+    Swift keeps acting) while the log still shows the attempt. A call the role's circuit breaker skipped
+    (``CircuitOpenError``) is logged with ``skipped`` set, no error, no attempt and no messages (nothing
+    was sent), and re-raised the same way. ``record_text`` puts the prompt and the reply into the event
+    (on by default: the logs are the audit trail).
     """
     if isinstance(model, FoldSystem):
         messages = fold_system(messages)
@@ -151,6 +158,13 @@ def call_model(
     start = time.perf_counter()
     try:
         completion = model.complete(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+    except CircuitOpenError as exc:
+        sink.emit(
+            ModelCall(
+                step=step, role=role, backend=model.backend, model=model.model, attempts=0, skipped=str(exc)
+            )
+        )
+        raise
     except Exception as exc:
         sink.emit(
             ModelCall(

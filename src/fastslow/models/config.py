@@ -35,7 +35,8 @@ USED_BY: dict[str, tuple[Kind, ...]] = {
 """The fields only some kinds read (from openai_backend.py, local_backend.py, ``make_model``'s scripted
 branch). Every other field is read by every kind: ``kind``; ``model`` (the name, or a label for the logs);
 ``max_tokens``, ``temperature``, ``stop`` and ``seed`` (a scripted model ignores those four by design, but a
-config that swaps a real model for a scripted one in a test should not have to drop them)."""
+config that swaps a real model for a scripted one in a test should not have to drop them);
+``breaker_after`` and ``breaker_cooldown_s`` (the role's circuit breaker, whatever the backend)."""
 
 _WHAT_ELSE: dict[Kind, str] = {
     "openai": " and a model name (-o sage.model.model=NAME)",
@@ -69,6 +70,18 @@ class ModelConfig(StrictModel):
     chat completion, while ``call_budget_s`` lasts; then ModelError."""
     backoff_s: float = Field(1.0, ge=0, allow_inf_nan=False)
     """openai: wait before the first retry; doubled for each further one."""
+    breaker_after: int = Field(3, ge=0)
+    """Failed calls in a row (each after its own retries and ``call_budget_s``) after which this role's
+    model (Sage's, the Critic's) is treated as unavailable for ``breaker_cooldown_s``: its calls are
+    skipped at once, Sage and the Critic fall back as on a failed call, and the console says so once
+    when the breaker opens and once when it closes. Skipped calls are ``model_call`` events with
+    ``skipped`` set, counted in metrics.json's ``usage.model_calls_skipped``. Per worker process and
+    role. 0 = never skip."""
+    breaker_cooldown_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    """Seconds the role's calls are skipped once its breaker opened. The first call after them is sent: an
+    answer closes the breaker, a failure opens it for another cool-down (no new console line). Seconds,
+    not a number of calls, because an outage is a server's (a restart takes minutes) whatever the agent
+    does meanwhile."""
     call_budget_s: float = Field(180.0, gt=0, allow_inf_nan=False)
     """openai: seconds one call may take in all, attempts and back-off waits included. 180 s lets one slow
     answer use its full ``timeout_s`` (120 s) and leaves room for a quick retry after a proxy hiccup, while

@@ -3,8 +3,8 @@
 The paper serves Qwen2.5-7B-Instruct-1M with vLLM; the same code talks to SGLang, Ollama, a llama.cpp
 server or OpenAI itself. The client's own retries are off (``max_retries=0``): the loop below retries
 connection errors, timeouts, 408, 429, 5xx and answers that are not chat completions with exponential
-back-off, so each attempt is counted (and lands in the ``ModelCall`` event) and logged. Other errors (400,
-401, 404) are not retried: repeating them cannot help.
+back-off, so each attempt is counted (and lands in the ``ModelCall`` event) and logged (at INFO). Other
+errors (400, 401, 404) are not retried: repeating them cannot help.
 
 The whole call, attempts and back-off waits together, is bounded by ``call_budget_s``: each attempt may wait
 the smaller of ``timeout_s`` and the budget left, and a retry only starts while enough budget is left for it.
@@ -206,7 +206,9 @@ class OpenAIChatModel:
                         f" last error: {_describe(exc)}",
                         attempts=attempt,
                     ) from exc
-                log.warning(
+                # Not a warning: the ModelCall event counts the attempts, and a console line per retry
+                # would repeat on every call while a server is down (models.breaker speaks for that).
+                log.info(
                     "model call to %s: attempt %d/%d failed (%s); retrying in %.2f s",
                     cfg.base_url,
                     attempt,

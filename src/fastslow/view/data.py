@@ -1,6 +1,10 @@
 """The runs ``fastslow view`` serves (paper §5, App. D/E): each run's summary, its episode list
 (cached per log file until the file changes), and one episode at a time, read on demand from its log
 (``eval.viewer``) with the memory records its retrievals returned.
+
+A log that cannot be read whole stays in the list, marked ``unreadable`` or ``unfinished`` with the
+reason (``eval.viewer.episode_entry``); opening an unreadable one raises ``CorruptLogError``, which the
+server answers as a JSON error.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 from fastslow.eval.report import Run, load_run, run_summary
 from fastslow.eval.rundir import RunRecord, read_run_record
-from fastslow.eval.viewer import index_episode, read_episode, retrieved_ids, store_records
+from fastslow.eval.viewer import episode_entry, log_problem, read_episode, retrieved_ids, store_records
 
 
 @dataclass
@@ -22,7 +26,7 @@ class RunView:
     index: int
     run: Run
     record: RunRecord | None
-    _cache: dict[str, tuple[float, int, dict[str, Any] | None]] = field(default_factory=dict)
+    _cache: dict[str, tuple[float, int, dict[str, Any]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -34,7 +38,8 @@ class RunView:
         return run_summary(self.run, self.record, self.index)
 
     def episodes(self) -> list[dict[str, Any]]:
-        """Every finished episode's list entry, in file order; a file is re-read only when it changed."""
+        """Every log's list entry, in file order, those that cannot be read whole marked (``problem``);
+        a file is re-read only when it changed."""
         out = []
         for path in sorted(self.events_dir.glob("*.jsonl")):
             entry = self._entry(path)
@@ -43,12 +48,15 @@ class RunView:
         return out
 
     def _entry(self, path: Path) -> dict[str, Any] | None:
-        stat = path.stat()
+        try:
+            stat = path.stat()
+        except OSError:
+            return None  # removed since the folder was listed
         with self._lock:
             cached = self._cache.get(path.name)
         if cached is not None and cached[:2] == (stat.st_mtime, stat.st_size):
             return cached[2]
-        entry = index_episode(path)
+        entry = episode_entry(path)
         with self._lock:
             self._cache[path.name] = (stat.st_mtime, stat.st_size, entry)
         return entry
@@ -59,11 +67,15 @@ class RunView:
         return path if "/" not in episode_id and path.is_file() else None
 
     def episode(self, episode_id: str) -> dict[str, Any] | None:
-        """One episode with its steps, and the store records its retrievals returned (``records``)."""
+        """One episode with its steps, and the store records its retrievals returned (``records``);
+        ``problem`` says why a log cut off or without an end shows only the steps it holds. None for
+        an unknown id; ``CorruptLogError`` for a log with a line that is not an event."""
         path = self.episode_path(episode_id)
         if path is None:
             return None
         data = read_episode(path)
+        found = log_problem(path)
+        data["problem"] = found[1] if found else None
         data["records"] = store_records(self.record, self.run.path, retrieved_ids(data))
         data["run"] = self.index
         return data

@@ -17,8 +17,11 @@
       promise = Promise.resolve(embeddedAnswer(path));
     } else {
       promise = fetch(path).then(function (r) {
-        if (!r.ok) throw new Error(path + ": " + r.status);
-        return r.json();
+        if (r.ok) return r.json();
+        // the server answers every failure with {"error": "..."}: show its reason, not just a status
+        return r.json().catch(() => ({})).then(function (body) {
+          throw new Error(body.error ? body.error : path + ": " + r.status);
+        });
       });
     }
     cache.set(path, promise);
@@ -179,8 +182,8 @@
       setCrumbs([["runs", "#/"], [run.name, "#/"], ["episodes"]]);
       app.textContent = "";
       app.appendChild(el("h1", {}, run.name + ": episodes"));
-      const tasks = [...new Map(eps.map((e) => [e.task_id, e.task_name])).entries()].sort((a, b) => a[0] - b[0]);
-      const sources = [...new Set(eps.map((e) => e.last_source))].sort();
+      const tasks = [...new Map(eps.filter((e) => e.task_id !== null).map((e) => [e.task_id, e.task_name])).entries()].sort((a, b) => a[0] - b[0]);
+      const sources = [...new Set(eps.map((e) => e.last_source).filter((s) => s))].sort();
       const pick = (name, label, options) => {
         const s = el("select", { id: "f-" + name, name: name }, el("option", { value: "" }, "any"),
           options.map((o) => el("option", { value: o[0] }, o[1])));
@@ -203,13 +206,19 @@
         (!q.outcome || e.outcome === q.outcome) && (!q.source || e.last_source === q.source) &&
         (!q.mechanism || (e.mechanisms[q.mechanism] || 0) > 0));
       app.appendChild(el("p", { class: "muted", id: "count" }, shown.length + " of " + eps.length + " episodes"));
-      const rows = shown.map((e) => el("tr", { class: "ep", "data-id": e.id, onclick: () => (location.hash = epHref(i, e.id)) },
-        td(link(epHref(i, e.id), e.id)), td(e.task_id + " " + e.task_name), td(String(e.variation), "num"),
+      const bad = eps.filter((e) => e.problem);
+      if (bad.length) {
+        app.appendChild(el("p", { class: "warn", id: "problems" }, bad.length + (bad.length === 1 ? " event log cannot" : " event logs cannot") +
+          " be shown whole (marked below): " + bad.map((e) => e.id).join(", ")));
+      }
+      const rows = shown.map((e) => el("tr", { class: "ep" + (e.problem ? " problem" : ""), "data-id": e.id, onclick: () => (location.hash = epHref(i, e.id)) },
+        td(link(epHref(i, e.id), e.id)), td(e.task_id === null ? "?" : e.task_id + " " + e.task_name), td(fmt(e.variation, 0), "num"),
         td(e.seed === null || e.seed === undefined ? "-" : String(e.seed), "num"),
         td(fmt(e.score, 0), "num"), td(fmt(e.score_strict, 0), "num"),
-        td(el("span", { class: "o-" + e.outcome }, e.outcome === "failure" ? "-100" : e.outcome)), td(String(e.steps), "num"),
+        td(el("span", { class: "o-" + e.outcome, title: e.problem || null }, e.outcome === "failure" ? "-100" : e.outcome)), td(fmt(e.steps, 0), "num"),
         td(el("span", { class: "src src-" + e.last_source }, e.last_source)),
-        td(Object.entries(e.mechanisms).map(([k, v]) => el("span", { class: "badge", title: CONFIG.mechanisms[k] }, k + " " + v)))));
+        td(e.problem ? el("span", { class: "problem" }, e.problem) :
+          Object.entries(e.mechanisms).map(([k, v]) => el("span", { class: "badge", title: CONFIG.mechanisms[k] }, k + " " + v)))));
       app.appendChild(table(["episode", "task", "variation", "seed", "score (paper)", "strict", "outcome", "steps", "last source", "mechanisms"], rows, { id: "episodes" }));
     });
   }
@@ -223,12 +232,14 @@
       const h = ep.header;
       const last = ep.steps.length ? ep.steps[ep.steps.length - 1] : null;
       const best = Math.max(0, ...ep.steps.map((s) => s.score));
-      app.appendChild(el("h1", {}, id + " · " + h.task_name + " · variation " + h.variation));
+      app.appendChild(el("h1", {}, id + " · " + (h.task_name || "?") + " · variation " + fmt(h.variation, 0)));
+      if (ep.problem) app.appendChild(el("p", { class: "warn", id: "problem" }, ep.problem + " (the steps it holds are shown)"));
       app.appendChild(el("p", {}, h.task_description));
+      const final = typeof ep.end.final_score === "number" ? ep.end.final_score : null;
       app.appendChild(el("p", {},
         el("span", { class: "o-" + (ep.end.end || "") }, "ended: " + (ep.end.end || "?")),
-        " · final score " + ep.end.final_score + " · paper convention " + Math.max(best, ep.end.final_score, 0) +
-        " · strict " + Math.max(ep.end.final_score, 0) + " · " + ep.steps.length + " steps · " + fmt(ep.end.wall_s, 1) + " s" +
+        " · final score " + fmt(final, 0) + " · paper convention " + (final === null ? "-" : Math.max(best, final, 0)) +
+        " · strict " + (final === null ? "-" : Math.max(final, 0)) + " · " + ep.steps.length + " steps · " + fmt(ep.end.wall_s, 1) + " s" +
         (ep.end.error ? " · error: " + ep.end.error : "")));
       const others = all.filter((r) => r.index !== i);
       if (others.length) {
@@ -399,11 +410,11 @@
     return runs().then(function (all) {
       const chosen = which.filter((i) => all[i]);
       setCrumbs([["runs", "#/"], ["compare " + id]]);
-      return Promise.all(chosen.map((i) => episode(i, id).catch(() => null))).then(function (eps) {
+      return Promise.all(chosen.map((i) => episode(i, id).catch((err) => ({ failed: String(err && err.message ? err.message : err) })))).then(function (eps) {
         app.textContent = "";
         app.appendChild(el("h1", {}, "Episode " + id + " in " + chosen.length + " runs"));
-        const have = chosen.map((i, k) => [i, eps[k]]).filter((p) => p[1]);
-        chosen.forEach((i, k) => { if (!eps[k]) app.appendChild(el("p", { class: "warn" }, all[i].name + " has no episode " + id)); });
+        const have = chosen.map((i, k) => [i, eps[k]]).filter((p) => p[1] && !p[1].failed && p[1].end.end);
+        chosen.forEach((i, k) => { if (!have.some((p) => p[0] === i)) app.appendChild(el("p", { class: "warn" }, all[i].name + ": " + (eps[k].failed || eps[k].problem || "no episode " + id))); });
         if (have.length < 2) return;
         const longest = Math.max(...have.map((p) => p[1].steps.length));
         let diverge = null;
@@ -453,8 +464,9 @@
       setCrumbs([["runs", "#/"], [all[a].name + " vs " + all[b].name]]);
       app.textContent = "";
       app.appendChild(el("h1", {}, all[a].name + " vs " + all[b].name));
-      const byId = new Map(eb.map((e) => [e.id, e]));
-      const both = ea.filter((e) => byId.has(e.id));
+      // an episode whose log cannot be read whole has no outcome to compare (its list marks it)
+      const byId = new Map(eb.filter((e) => !e.problem).map((e) => [e.id, e]));
+      const both = ea.filter((e) => !e.problem && byId.has(e.id));
       const differ = both.map((e) => [e, byId.get(e.id)]).filter(([x, y]) => x.outcome !== y.outcome || x.score !== y.score)
         .sort((p, q) => Math.abs(q[1].score - q[0].score) - Math.abs(p[1].score - p[0].score) || (p[0].id < q[0].id ? -1 : 1));
       app.appendChild(el("p", { class: "muted", id: "diff-count" }, differ.length + " of " + both.length + " shared episodes differ in outcome or score (sorted by the score difference)"));

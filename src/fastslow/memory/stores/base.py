@@ -35,6 +35,12 @@ class MemoryStore(Protocol):
         one bad row must not end a search, an episode or ``fastslow memory stats``."""
         ...
 
+    @property
+    def bad(self) -> BadRows:
+        """The skipped rows' bookkeeping: ``bad.skips`` grows on every read that skipped one, so AMM's
+        hooks can tell which search lost rows and log it (a ``memory_fallback`` event, ``store_error``)."""
+        ...
+
     def add(self, record: MemoryRecord) -> None: ...
 
     def search(
@@ -76,11 +82,17 @@ class BulkStore(MemoryStore, Protocol):
 
 
 class BadRows:
-    """Skips rows that are not records: a warning naming the store and the row, once per row."""
+    """Skips rows that are not records: a warning naming the store and the row, once per row; every
+    skip is counted (``skips``), so a caller can tell whether its own read lost rows."""
 
     def __init__(self, store: str) -> None:
         self.store = store
         self.seen: set[str] = set()
+        """Ids of the rows skipped so far (each warned about once)."""
+        self.skips = 0
+        """Rows skipped by all reads so far: a row two reads skipped counts twice."""
+        self.last = ""
+        """The last skip in words, as its warning says it ("" before any)."""
 
     def decode(self, row_id: object, data: T, parse: Callable[[T], MemoryRecord]) -> MemoryRecord | None:
         """``parse(data)``, or None (warned and counted) if the row is not a record."""
@@ -88,9 +100,11 @@ class BadRows:
             return parse(data)
         except RecordError as exc:
             key = str(row_id)
+            self.skips += 1
+            self.last = f"{self.store}: skipped row {key}: not a memory record ({exc})"
             if key not in self.seen:
                 self.seen.add(key)
-                log.warning("%s: skipped row %s: not a memory record (%s)", self.store, key, exc)
+                log.warning("%s", self.last)
             return None
 
 

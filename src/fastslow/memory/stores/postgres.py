@@ -148,6 +148,11 @@ class PostgresStore:
         """Rows skipped so far because their ``data`` is not a record (each counted once)."""
         return len(self._bad.seen)
 
+    @property
+    def bad(self) -> BadRows:
+        """The skipped rows' bookkeeping (``BadRows``: every skip counted, the last one in words)."""
+        return self._bad
+
     def _row(self, record: MemoryRecord, vector: FloatArray | None) -> tuple[Any, ...]:
         blob, model = None, None
         if vector is not None and self.embedder is not None:

@@ -72,12 +72,68 @@ def describe(exc: sqlite3.Error) -> str:
     return f"{exc} ({name})" if name and name not in str(exc) else str(exc)
 
 
+def _connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    # A URI with mode=ro: SQLite then never writes the file, creates no journal for a rollback-mode
+    # file and cannot switch it to WAL; a plain connect would create tables in whatever file it got.
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None)
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        db.execute("PRAGMA query_only = 1")
+    except sqlite3.Error as exc:
+        raise MemoryStoreError(f"sqlite store {path}: {describe(exc)}") from exc
+    return db
+
+
+def _refuse_foreign(path: Path, db: sqlite3.Connection, required: Sequence[str]) -> None:
+    """``MemoryStoreError`` when the database lacks one of the ``required`` tables, or is not SQLite."""
+    try:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorname", None) == "SQLITE_NOTADB":
+            raise MemoryStoreError(f"{path} is not a SQLite database ({exc})") from exc
+        raise MemoryStoreError(f"sqlite store {path}: {describe(exc)}") from exc
+    missing = [t for t in required if t not in names]
+    if missing:
+        raise MemoryStoreError(f"{path} is not a fastslow memory store (no {missing[0]} table)")
+
+
+def check_store_file(path: str | Path, busy_timeout_s: float = 60.0, count: bool = True) -> int:
+    """The records in ``path`` (0 for a missing or empty file, or a database without tables: these may
+    become a store); ``MemoryStoreError`` when it is a file fastslow must not write a store into: not
+    SQLite, or an SQLite database with tables but no ``memories`` table (someone else's data). Reads
+    only: not a byte of the file changes. ``count=False`` skips the count (and returns 0)."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise MemoryStoreError(f"{path} is not a file")
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    db = _connect_readonly(path, busy_timeout_s)
+    try:
+        try:
+            has_tables = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone()
+        except sqlite3.Error:
+            has_tables = True  # _refuse_foreign names the error
+        if not has_tables:
+            return 0
+        _refuse_foreign(path, db, ("memories",))
+        if not count:
+            return 0
+        try:
+            return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"sqlite store {path}: count failed: {describe(exc)}") from exc
+    finally:
+        db.close()
+
+
 class SqliteStore:
     """AMM records in one SQLite file.
 
     ``readonly`` opens an existing file read-only (``mode=ro``): no directory, table or WAL switch is
     created, and a file without fastslow's tables, or that is not SQLite at all, is refused with a
-    ``MemoryStoreError`` saying so.
+    ``MemoryStoreError`` saying so. A writable open refuses an existing file that is someone else's
+    (``check_store_file``) before it writes anything.
     """
 
     def __init__(
@@ -102,6 +158,9 @@ class SqliteStore:
             self._db = self._open_readonly(busy_timeout_s)
             self._has_vec = {c for c, _ in _VECTOR_COLUMNS} <= self._columns()
             return
+        # Before the first write (the WAL switch rewrites the file's header): never turn someone
+        # else's database into a store.
+        check_store_file(self.path, busy_timeout_s, count=False)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so the write lock is taken
@@ -134,32 +193,23 @@ class SqliteStore:
     def _open_readonly(self, busy_timeout_s: float) -> sqlite3.Connection:
         if not self.path.is_file():
             raise MemoryStoreError(f"{self.path}: no such file")
-        # A URI with mode=ro: SQLite then never writes the file, creates no journal for a rollback-mode
-        # file and cannot switch it to WAL; a plain connect would create tables in whatever file it got.
-        uri = self.path.resolve().as_uri() + "?mode=ro"
+        db = _connect_readonly(self.path, busy_timeout_s)
         try:
-            db = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise MemoryStoreError(f"sqlite store {self.path}: {describe(exc)}") from exc
-        try:
-            db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            db.execute("PRAGMA query_only = 1")
-            names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error as exc:
+            _refuse_foreign(self.path, db, _TABLES)
+        except MemoryStoreError:
             db.close()
-            if getattr(exc, "sqlite_errorname", None) == "SQLITE_NOTADB":
-                raise MemoryStoreError(f"{self.path} is not a SQLite database ({exc})") from exc
-            raise MemoryStoreError(f"sqlite store {self.path}: {describe(exc)}") from exc
-        missing = [t for t in _TABLES if t not in names]
-        if missing:
-            db.close()
-            raise MemoryStoreError(f"{self.path} is not a fastslow memory store (no {missing[0]} table)")
+            raise
         return db
 
     @property
     def bad_rows(self) -> int:
         """Rows skipped so far because they are not records (each counted once)."""
         return len(self._bad.seen)
+
+    @property
+    def bad(self) -> BadRows:
+        """The skipped rows' bookkeeping (``BadRows``: every skip counted, the last one in words)."""
+        return self._bad
 
     def _error(self, what: str, exc: sqlite3.Error) -> MemoryStoreError:
         return MemoryStoreError(f"sqlite store {self.path}: {what} failed: {describe(exc)}")
