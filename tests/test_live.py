@@ -13,7 +13,7 @@ from rich.console import Console
 
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
-from fastslow.eval.live import INDENT, StepPrinter, _progress_bar, play_one
+from fastslow.eval.live import INDENT, SOURCE_WIDTH, StepPrinter, _progress_bar, play_one
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import (
     CriticCall,
@@ -151,10 +151,46 @@ def test_gate_repair_and_long_texts_stay_on_one_line() -> None:
     lines = console.export_text().splitlines()
     assert lines[0] == INDENT + "gate repair sage 'go to kitchen' -> 'teleport to kitchen' (teleport)"
     assert len(lines) == 3  # the accepted action adds no note; one step line and its reason
-    assert lines[1].startswith("   4 sage   move [bold]very") and "-100" in lines[1]
+    assert lines[1].startswith(f"   4 {'sage':<{SOURCE_WIDTH}} move [bold]very") and "-100" in lines[1]
     assert "[bold]" in lines[1]  # action text is shown as written, not read as rich markup
     assert lines[2].startswith(INDENT + "why plan")
     assert all(cell_len(line) == 80 for line in lines[1:])
+
+
+def test_a_procedure_step_shows_its_source_and_rule() -> None:
+    """Steps of hand-written task logic read ``procedure`` in full (and ``fallback``), with the rule
+    that decided as the step's note; a step of Swift's own ranking has no note."""
+    console = _console(80)
+    printer = StepPrinter(console)
+    for step, source, reason in [
+        (1, "procedure", "procedure:paint"),
+        (2, "swift", "swift top"),
+        (3, "fallback", "swift top; no candidate resolved: fallback look around"),
+    ]:
+        printer.emit(
+            EnvStep(
+                step=step,
+                action="look around",
+                source=source,
+                reason=reason,
+                observation="This room is called the art studio.",
+                score=0,
+                reward=0,
+                moves=step,
+                end=EndState.RUNNING,
+                n_valid=10,
+                duration_ms=1.0,
+            )
+        )
+    lines = console.export_text().splitlines()
+    assert [line.split()[:3] for line in lines if STEP_LINE.match(line)] == [
+        ["1", "procedure", "look"],
+        ["2", "swift", "look"],
+        ["3", "fallback", "look"],
+    ]
+    assert lines[1] == INDENT + "why procedure:paint" and lines[2].startswith("   2 swift")
+    assert lines[4].startswith(INDENT + "why swift top; no candidate resolved")
+    assert all(cell_len(line) <= 80 for line in lines)
 
 
 def _outcome(variation: int, *warnings: str) -> EpisodeOutcome:

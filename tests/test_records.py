@@ -184,7 +184,10 @@ def test_read_back(tmp_path: Path) -> None:
             lambda d: d.pop("format_version"),
             r"written by an older fastslow \(unversioned\): no format_version",
         ),
-        (lambda d: d.update(format_version=99), "has metrics format 99; this fastslow reads format 5"),
+        (
+            lambda d: d.update(format_version=99),
+            f"has metrics format 99; this fastslow reads format {METRICS_FORMAT}",
+        ),
         (lambda d: d["per_task"]["7"].pop("failures"), r"per_task\.7\.failures: Field required"),
         (lambda d: d.update(mean_score="high"), "mean_score: Input should be a valid number"),
         (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),

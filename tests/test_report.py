@@ -114,11 +114,13 @@ def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> N
         ).stdout
     # The results tables are static HTML; the trajectory rows exist only if the viewer's script ran
     # (the page opens on the episode the URL names, as a link into the viewer would).
-    # runs, main, tasks, groups, success, the paper's counters, mechanisms, usage
-    assert dom.count('<table class="results">') == 8
+    # runs, main, tasks, groups, success, step shares by source, the paper's counters, mechanisms, usage
+    assert dom.count('<table class="results">') == 9
     assert "find-non-living-thing" in dom or "lifespan-longest-lived" in dom
     assert dom.count('<tr class="step s-oracle"') >= 4
     assert 'class="src src-oracle"' in dom
+    # the timeline's legend names every source of the Swift branch and the buffer, procedures included
+    assert all(f'<span class="src src-{s}">▌{s} </span>' in dom for s in ("swift", "procedure", "fallback"))
 
 
 def test_view_cli_rejects_unfinished_dir_and_a_busy_port(
@@ -165,6 +167,14 @@ def _damaged_copy(run_dir: Path, tmp_path: Path, damage: str) -> tuple[Path, Pat
         log.write_bytes(b"".join(lines))
     elif damage == "cut":
         log.write_bytes(data[: len(data) // 2])
+    elif damage == "cut_after_brace":
+        # cut right after an inner object's closing brace: the torn line still ends in "}"
+        at = next(
+            i
+            for i in range(len(data) // 2, len(data))
+            if data[i : i + 1] == b"}" and data[i + 1 : i + 2] != b"\n"
+        )
+        log.write_bytes(data[: at + 1])
     else:
         log.write_bytes(b"".join(lines[:-1]))
     return run, log
@@ -175,6 +185,7 @@ def _damaged_copy(run_dir: Path, tmp_path: Path, damage: str) -> tuple[Path, Pat
     [
         ("corrupt", "line 3 is not a valid event"),
         ("cut", "has no episode_end (it ends mid-line"),
+        ("cut_after_brace", "has no episode_end (it ends mid-line"),
         ("no_end", "has no episode_end;"),
     ],
 )

@@ -523,10 +523,13 @@ def data_sage_demos(
     """Replay train gold paths into the demo trajectories of Sage's authors' prompts (2 per task)."""
     from fastslow.controller.demos import build_demos, demos_path
     from fastslow.env.episodes import parse_int_ranges
+    from fastslow.eval.runner import git_commit
 
     task_ids = parse_int_ranges(tasks, "task") if tasks else None
     target = out or demos_path()
-    data = build_demos(task_ids, progress=lambda line: console.print(line, highlight=False))
+    data = build_demos(
+        task_ids, progress=lambda line: console.print(line, highlight=False), commit=git_commit()
+    )
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
     print(json.dumps({"tasks": len(data["demos"]), "demos": sum(len(d) for d in data["demos"].values())}))
@@ -552,13 +555,16 @@ def data_substances(
     """Replay train gold paths into what each substance is at room temperature (the thermometer judgement)."""
     from fastslow.env.episodes import parse_int_ranges
     from fastslow.env.semantics import substances_path
+    from fastslow.eval.runner import git_commit
     from fastslow.swift.knowledge import KNOWLEDGE_TASKS, build_substances
 
     if per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task})")
     task_ids = parse_int_ranges(tasks, "task") if tasks else list(KNOWLEDGE_TASKS)
     target = _knowledge_target(out, substances_path())
-    data = build_substances(task_ids, per_task, progress=lambda line: console.print(line, highlight=False))
+    data = build_substances(
+        task_ids, per_task, progress=lambda line: console.print(line, highlight=False), commit=git_commit()
+    )
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
     known = sum(1 for entry in data["substances"].values() if entry["plain"])
@@ -574,10 +580,11 @@ def data_paints(
     """Read the gold paths of every train variation of the paint tasks into which primaries make which
     secondary colour (the paint judgement)."""
     from fastslow.env.semantics import paints_path
+    from fastslow.eval.runner import git_commit
     from fastslow.swift.knowledge import build_paints
 
     target = _knowledge_target(out, paints_path())
-    data = build_paints(progress=lambda line: console.print(line, highlight=False))
+    data = build_paints(progress=lambda line: console.print(line, highlight=False), commit=git_commit())
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
     print(json.dumps({"secondaries": len(data["secondaries"]), "primaries": len(data["primaries"])}))
@@ -592,13 +599,44 @@ def data_circuits(
     """Read the gold paths of every train variation of the power tasks into which power sources are
     renewable and where they are wired (the circuit judgement)."""
     from fastslow.env.semantics import circuits_path
+    from fastslow.eval.runner import git_commit
     from fastslow.swift.knowledge import build_circuits
 
     target = _knowledge_target(out, circuits_path())
-    data = build_circuits(progress=lambda line: console.print(line, highlight=False))
+    data = build_circuits(progress=lambda line: console.print(line, highlight=False), commit=git_commit())
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
     print(json.dumps({"sources": len(data["sources"])}))
+
+
+@data_app.command("focus-budgets")
+def data_focus_budgets(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+    ] = None,
+    tasks: TasksOpt = None,
+    per_task: Annotated[
+        int, typer.Option("--per-task", help="Train variations read per task, spread over its split.")
+    ] = 10,
+) -> None:
+    """Read train gold paths into Gate-1's per-task focus budgets (the most `focus on` actions a gold
+    path takes)."""
+    from fastslow.env.episodes import parse_int_ranges
+    from fastslow.eval.runner import git_commit
+    from fastslow.reflection.focus import focus_budgets_path
+    from fastslow.swift.knowledge import build_focus_budgets
+
+    if per_task < 1:
+        raise UsageError(f"--per-task must be at least 1 (got {per_task})")
+    task_ids = parse_int_ranges(tasks, "task") if tasks else None
+    target = _knowledge_target(out, focus_budgets_path())
+    data = build_focus_budgets(
+        task_ids, per_task, progress=lambda line: console.print(line, highlight=False), commit=git_commit()
+    )
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    console.print(f"wrote {target}")
+    over_one = sum(n > 1 for n in data["budgets"].values())
+    print(json.dumps({"tasks": len(data["budgets"]), "over_one": over_one}))
 
 
 @train_app.command("swift")

@@ -34,6 +34,7 @@ from fastslow.vocab import (
     MemoryTarget,
     ModelRole,
     StagnationPattern,
+    StepSource,
 )
 from fastslow.vocab import MemoryTrigger as MemoryTrigger  # re-exported: memory.hooks imports it from here
 
@@ -88,10 +89,12 @@ class EnvStep(_Event):
     step: int
     """1-based env-step index within the episode."""
     action: str
-    source: str
-    """Who chose the action: oracle, swift, sage, critic, ..."""
+    source: StepSource
+    """Who chose the action (``vocab.StepSource``): swift, procedure, fallback, sage, critic, oracle,
+    scripted."""
     reason: str = ""
-    """Why that source acted (e.g. the rule that escalated to Sage)."""
+    """Why that source acted (e.g. the rule that escalated to Sage; for a ``procedure`` step the rule
+    that decided, ``vocab.ProcedureRule``, first)."""
     observation: str
     score: int
     reward: int
@@ -471,11 +474,14 @@ def parse_event(line: str) -> Event:
 
 
 def iter_events(path: Path) -> Iterator[Event]:
-    """Yield the events of one file. A truncated last line (a run killed mid-write) is skipped; any
-    other line that is not a valid event raises ``CorruptLogError`` naming the file and the line."""
+    """Yield the events of one file. The writer ends every line with a newline, so only a last line
+    without one can be torn (a run killed mid-write, a file cut short): it is yielded when it is still a
+    whole event and skipped otherwise. Any other line that is not a valid event (or not UTF-8) raises
+    ``CorruptLogError`` naming the file and the line."""
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
+        lines = data[:end].decode("utf-8").split("\n")[:-1]
     except UnicodeDecodeError as exc:
         raise CorruptLogError(f"event log {path} is not UTF-8 text ({exc.reason})") from exc
     for i, line in enumerate(lines):
@@ -484,12 +490,15 @@ def iter_events(path: Path) -> Iterator[Event]:
         try:
             event = parse_event(line)
         except ValueError as exc:
-            is_last = all(not rest.strip() for rest in lines[i + 1 :])
-            if is_last and not line.endswith("}"):
-                return
             first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             raise CorruptLogError(f"event log {path} line {i + 1} is not a valid event: {first}") from None
         yield event
+    tail = data[end:]
+    if tail.strip():
+        try:
+            yield parse_event(tail.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return  # torn mid-line (a cut may split a character too)
 
 
 def read_events(path: Path) -> list[Event]:

@@ -1,5 +1,5 @@
 """Fixed vocabularies of the event log: the names the paper's mechanisms write into it (paper §3, §3.1,
-§3.2, Appendices D-E).
+§3.2, Appendices D-E), and who chose each step's action (``StepSource``, ``ProcedureRule``).
 
 They live at the bottom layer, below ``events`` and every module that emits events, so that the event
 schema can validate them without importing the controller, memory or reflection packages; those
@@ -68,3 +68,42 @@ ModelRole = Literal[
 """Why a language model was called: Sage's two stages (paper §3), the LLM Critic (§3.2), and
 ``fastslow bench llm``'s calls."""
 MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
+
+StepSource = Literal["swift", "procedure", "fallback", "sage", "critic", "oracle", "scripted"]
+"""Who chose an env step's action (``EnvStep.source``):
+
+- ``swift``: the learned Swift's ranking (its first candidate the resolver and the hooks let through);
+- ``procedure``: hand-written task logic - a task procedure (matter, paint, incline, grow, circuit) or a
+  judgement (life stages, thermometer) of Swift's safety policy put its action on top of Swift's ranking
+  and that action ran; the step's ``reason`` names the rule (``ProcedureRule``);
+- ``fallback``: the controller's own pick when neither Swift's ranking nor a procedure gave an action
+  that may run (the deterministic fallback, the authors' nearest-valid search and loop-break, the
+  resolver's harmless action);
+- ``sage`` / ``critic``: from the action buffer, planned by Sage or handed over by SRM's Critic;
+- ``oracle``: the gold path; ``scripted``: an agent replaying a fixed list of actions (tests).
+
+An ambiguity answer carries the source of the request it completes. Logs written before ``procedure``
+and ``fallback`` existed label those steps ``swift``."""
+STEP_SOURCES: tuple[StepSource, ...] = get_args(StepSource)
+
+SWIFT_BRANCH: tuple[StepSource, ...] = ("swift", "procedure", "fallback")
+"""Sources of the controller's Swift branch (actions not from the buffer): SwiftSage's arbitration and
+the authors' loop treat them all as Swift's action, and the authors' counter
+(``mechanisms.paper.swift_step_share``) counts them all as Swift's steps."""
+
+BUFFER_SOURCES: tuple[StepSource, ...] = ("sage", "critic")
+"""Sources whose actions came out of the action buffer."""
+
+ProcedureRule = Literal[
+    "procedure:matter",
+    "procedure:paint",
+    "procedure:incline",
+    "procedure:grow",
+    "procedure:circuit",
+    "judgement:life-stages",
+    "judgement:thermometer",
+]
+"""The hand-written rule that decided a ``procedure`` step (``swift.policy.SafetyPolicy.judged``): a task
+procedure (``swift.matter``, ``swift.paint``, ``swift.incline``, ``swift.grow``, ``swift.circuit``) or a
+judgement (the life-stages order, the thermometer tasks' measurement)."""
+PROCEDURE_RULES: tuple[ProcedureRule, ...] = get_args(ProcedureRule)

@@ -14,6 +14,7 @@ from pathlib import Path
 from controller.helpers import Run, ScriptedSwift, sage_replies
 from fastslow.controller.authors import AuthorsArbiter
 from fastslow.controller.config import EscalationConfig
+from fastslow.controller.controller import Chosen
 from fastslow.controller.hooks import SrmHook
 from fastslow.reflection.critic import Critic
 
@@ -251,7 +252,7 @@ def test_the_gate_drop_counters_and_the_loop_break_fallback(play_modules: Play) 
         arbiter.gate_dropped("focus on x", "GATE_INVALID:focus_limit", 5, sage_available=True) == "fallback"
     )
     view = agent.resolver.view(traj.current, traj)
-    assert agent._loopbreak(view) == LOOK
+    assert agent._loopbreak(view) == Chosen(LOOK, "fallback")
 
 
 def test_the_loop_guard_of_the_same_step_clears_what_the_critic_injected(play_modules: Play) -> None:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from fastslow.reflection.focus import focus_limit_for, focus_target_allowed
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import focus_target
+from fastslow.env.tasks import get_task
+from fastslow.reflection.focus import focus_budgets, focus_budgets_path, focus_limit_for, focus_target_allowed
+from fastslow.swift.knowledge import focus_count
 
 MELT = (
     "Your task is to measure the melting point of chocolate, which is located around the kitchen. First, "
@@ -63,5 +72,71 @@ def test_focus_target_rule(task: str, description: str, target: str, allowed: bo
 def test_focus_limits() -> None:
     assert focus_limit_for("measure-melting-point-known-substance", MELT) == 3
     assert focus_limit_for("identify-life-stages-1", STAGES) == 4  # read from the description
+    assert focus_limit_for("identify-life-stages-1", STAGES.replace("4", "5")) == 5
     assert focus_limit_for("chemistry-mix-paint-tertiary-color", PAINT) == 2
     assert focus_limit_for("boil", BOIL) == 1
+    assert focus_limit_for("no-such-task") == 1
+
+
+def test_the_budgets_are_the_shipped_train_file() -> None:
+    shipped = json.loads(focus_budgets_path().read_text(encoding="utf-8"))
+    assert shipped["split"] == "train" and shipped["generated_by"].startswith("fastslow data focus-budgets")
+    assert focus_budgets() == shipped["budgets"]
+    assert set(focus_budgets()) == {get_task(t).name for t in range(30)}
+    assert all(n >= 1 for n in focus_budgets().values())  # a 0 would refuse every focus of the task
+    for name, n in focus_budgets().items():
+        assert focus_limit_for(name) == n
+
+
+def test_a_stated_number_of_stages_is_what_the_train_gold_paths_focus_on(env: ScienceWorldAdapter) -> None:
+    """identify-life-stages-1 says how many stages its animal has (3 for the wolf, 4 for the turtle), and
+    its gold path focuses on each once: the description's number is the budget, variation by variation."""
+    task = get_task("identify-life-stages-1")
+    counts = set()
+    for variation in task.variations["train"]:
+        first = env.reset(task.task_id, variation, gold=True)
+        counts.add(focus_count(env.gold_actions))
+        assert focus_count(env.gold_actions) == focus_limit_for(task.name, first.task_description)
+    assert counts == {3, 4}
+    # identify-life-stages-2 names no number: its budget is the file's
+    plants = get_task("identify-life-stages-2")
+    first = env.reset(plants.task_id, plants.variations["train"][0], gold=True)
+    assert focus_limit_for(plants.name, first.task_description) == focus_budgets()[plants.name]
+
+
+def test_the_command_rebuilds_the_shipped_budgets(tmp_path: Path) -> None:
+    """``fastslow data focus-budgets`` on identify-life-stages-1 writes what the shipped file says of it
+    (the same train variations, the same budget), with its provenance; bad input is one line and exit 2."""
+    out = tmp_path / "budgets.json"
+    base = [sys.executable, "-m", "fastslow.cli", "data", "focus-budgets", "--out", str(out)]
+    bad = subprocess.run([*base, "--per-task", "0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and not out.exists()
+    assert len(bad.stderr.strip().splitlines()) == 1 and "--per-task" in bad.stderr
+    done = subprocess.run([*base, "--tasks", "12"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    made = json.loads(out.read_text(encoding="utf-8"))
+    shipped = json.loads(focus_budgets_path().read_text(encoding="utf-8"))
+    assert made["tasks"] == [12] and made["split"] == "train" and made["per_task"] == shipped["per_task"]
+    assert made["variations"] == {"12": shipped["variations"]["12"]} == {"12": [0, 1, 2, 3, 4, 5]}
+    name = get_task(12).name
+    assert made["budgets"] == {name: shipped["budgets"][name]} == {name: 4}
+    assert made["generated_by"].startswith("fastslow data focus-budgets") and "commit" in made
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"tasks": 1, "over_one": 1}
+
+
+@pytest.mark.slow
+def test_the_phrase_rule_admits_every_train_gold_focus(env: ScienceWorldAdapter) -> None:
+    """The target rule blocks no focus action of the gold paths of two train variations of every task
+    (the first and the middle of its split)."""
+    from fastslow.swift.knowledge import spread_variations
+
+    blocked = []
+    for task_id in range(30):
+        name = get_task(task_id).name
+        for variation in spread_variations(task_id, 2):
+            first = env.reset(task_id, variation, gold=True)
+            for action in env.gold_actions:
+                target = focus_target(action)
+                if target is not None and not focus_target_allowed(name, first.task_description, target):
+                    blocked.append((task_id, variation, action))
+    assert blocked == []

@@ -65,3 +65,42 @@ def test_no_number_answers_an_ambiguous_focus() -> None:
     asked = StepResult(**{**state.__dict__, "observation": "Ambiguous request: Please enter the number"})
     scores = policy.adjust(["0", "wait1"], np.zeros(2, dtype=np.float32), asked, "boil")
     assert scores[0] == -np.inf and np.isfinite(scores[1])
+
+
+def test_a_refused_action_is_not_proposed_until_state_changes() -> None:
+    policy = SafetyPolicy()
+    state = result()
+    policy.refused("open oven", state)  # SRM's Gate-1 dropped it here (controller.hooks.PolicyHook)
+    scores = policy.adjust(["open oven", "wait1"], np.array([5.0, 1.0], dtype=np.float32), state, "boil")
+    assert scores[0] == -np.inf and np.isfinite(scores[1])
+    changed = result(inv="In your inventory, you see:\n\ta metal pot (containing nothing)")
+    scores = policy.adjust(["open oven", "wait1"], np.array([5.0, 1.0], dtype=np.float32), changed, "boil")
+    assert np.isfinite(scores[0])
+
+
+STUDIO = (
+    "This room is called the art studio. In it, you see: \n\ta table. On the table is: a bowl (containing {})"
+)
+
+
+def test_the_focus_rule_compares_objects_not_names() -> None:
+    """A bowl's "paint in bowl" is the orange paint before the mix and the yellow-orange paint after."""
+    policy = SafetyPolicy()
+    paint = "Your task is to use chemistry to create yellow-orange paint. Focus on the orange paint."
+
+    def at(contents: str) -> StepResult:
+        return StepResult(**{**result(STUDIO.format(contents)).__dict__, "task_description": paint})
+
+    def allowed(action: str, state: StepResult) -> bool:
+        return policy.focus_allowed(action, "paint", paint, set(), state)
+
+    orange = at("orange paint")
+    policy.observe(
+        orange,
+        "focus on paint in bowl",
+        StepResult(**{**orange.__dict__, "observation": "You focus on the orange paint."}),
+    )
+    assert not allowed("focus on paint in bowl", orange)
+    assert not allowed("focus on orange paint", orange)  # the same object, named otherwise
+    mixed = at("yellow-orange paint")
+    assert allowed("focus on paint in bowl", mixed)

@@ -14,6 +14,7 @@ from fastslow.core.step import StepResult
 from fastslow.env.tasks import TaskInfo
 from fastslow.errors import FastslowError
 from fastslow.events import EventSink
+from fastslow.vocab import ProcedureRule, StepSource
 
 
 class EarlyStop(FastslowError):
@@ -23,10 +24,12 @@ class EarlyStop(FastslowError):
 @dataclass(frozen=True)
 class Decision:
     action: str
-    source: str
-    """Who chose the action: oracle, swift, sage, critic, ..."""
+    source: StepSource
+    """Who chose the action (``vocab.StepSource``): swift, procedure, fallback, sage, critic, oracle, ..."""
     reason: str = ""
     """Why this source acted (e.g. the escalation rule that called Sage); shown in the live view."""
+    rule: ProcedureRule | None = None
+    """A ``procedure`` step's rule (also first in ``reason``); None for every other source."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fastslow.controller.grounding import Grounder
 from fastslow.env.semantics import TELEPORT
+from fastslow.vocab import StepSource
 
 MAX_DEFERRALS = 3
 """Most items one ``pop_admitted`` call may move back (the authors' loop: 3 reorders per step)."""
@@ -21,7 +22,7 @@ MAX_DEFERRALS = 3
 @dataclass(frozen=True)
 class Buffered:
     action: str
-    source: str
+    source: StepSource
     """Who planned it: sage or critic."""
     expected: str = ""
     """The observation the planner expected (shown in the log, not enforced)."""

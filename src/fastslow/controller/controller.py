@@ -8,7 +8,11 @@ Each timestep, top to bottom, every candidate going through the one resolver (``
    Sage plans into the buffer and the first planned action runs now; otherwise (or if Sage fails) the
    first of Swift's ranked candidates that resolves runs, else the resolver's fallback.
 SwiftSage's early stop (no reward for a long time) raises ``EarlyStop``; success, -100 failure and the
-step limit end the episode in the runner. Everything observable goes to the event sink.
+step limit end the episode in the runner. Everything observable goes to the event sink, each step with
+who chose its action (``vocab.StepSource``): the learned Swift's ranking (``swift``), a hand-written task
+procedure or judgement whose action sat on top of it (``procedure``, its rule first in the reason), the
+controller's fallback (``fallback``), or the buffer (``sage``, ``critic``). To the arbitration, the hooks
+and Gate-1 all three of the Swift branch are Swift's action (``branch``), as in both loops modelled here.
 
 ``controller.loop`` picks the arbitration: ``swiftsage`` (``escalation.Arbiter``, SwiftSage as its paper
 describes it) or ``authors`` (``authors.AuthorsArbiter``, the paper's authors' final loop: Swift's top
@@ -52,7 +56,9 @@ from fastslow.events import (
     SageCall,
     SwiftProposal,
 )
+from fastslow.swift.base import Candidate as Ranked
 from fastslow.swift.base import Proposal, Proposer
+from fastslow.vocab import SWIFT_BRANCH, ProcedureRule, StepSource
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,51 @@ class SageMiss:
 
     kind: Literal["error", "empty", "none_runs"]
     why: str
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """An action of the Swift branch and who decided it: Swift's ranking (``swift``); a task procedure or
+    judgement whose action the safety policy put on top of that ranking (``procedure``, with its
+    ``rule``; so even when Swift's model ranked the same action first: the rule decided it); or the
+    authors' loop-break fallback (``fallback``). The label travels with the action from the proposal's
+    candidate (``Candidate.decided_by``) to the step's ``Decision``."""
+
+    action: str
+    source: StepSource = "swift"
+    rule: ProcedureRule | None = None
+
+    @staticmethod
+    def of(ranked: Ranked, action: str) -> Chosen:
+        """Proposal candidate ``ranked``, run as ``action`` (its text grounded or repaired)."""
+        if ranked.decided_by is not None:
+            return Chosen(action, "procedure", ranked.decided_by)
+        return Chosen(action)
+
+    @property
+    def actor(self) -> str:
+        """Who acts, for a reason: swift, the procedure's rule, or fallback."""
+        return self.rule or self.source
+
+    def decision(self, reason: str) -> Decision:
+        return Decision(self.action, self.source, reason, self.rule)
+
+
+def top_reason(chosen: Chosen | None, proposal: Proposal, note: str, *, confidence: bool) -> str:
+    """Why the Swift branch's chosen action runs: ``swift top`` (with Swift's confidence where Sage could
+    have been called), the procedure's rule (its step's reason starts with it), or the loop-break
+    fallback; then the hooks' notes (AMM's T1)."""
+    if chosen is not None and chosen.rule is not None:
+        return f"{chosen.rule}{note}"
+    if chosen is not None and chosen.source == "fallback":
+        return f"gate-drop loop: loop-break fallback{note}"
+    return f"swift top (confidence {proposal.confidence:.2f}){note}" if confidence else f"swift top{note}"
+
+
+def branch(source: StepSource) -> str:
+    """The source the arbitration, the resolver's hooks and Gate-1 see: every action of the Swift branch
+    (swift, procedure, fallback) is Swift's action to them, as in SwiftSage's and the authors' loops."""
+    return "swift" if source in SWIFT_BRANCH else source
 
 
 MAX_ITERATIONS = 8
@@ -147,11 +198,14 @@ class SwiftSageAgent:
         self._check_early_stop(step)
         view = self.resolver.view(result, self._traj())
         if view.ambiguous:
-            source = self._last.source if self._last else "swift"
-            answer = self.resolver.resolve(self.cfg.ambiguous_answer, source, view)
+            # The answer completes the last action's request: it carries that action's source and rule.
+            last = self._last or Decision("", "swift")
+            answer = self.resolver.resolve(self.cfg.ambiguous_answer, branch(last.source), view)
             if answer is not None:
                 completes = view.options.get(answer, "")
-                return Decision(answer, source, f"ambiguous request: answer {answer} ({completes})")
+                reason = f"ambiguous request: answer {answer} ({completes})"
+                reason = f"{last.rule}: {reason}" if last.rule is not None else reason
+                return Decision(answer, last.source, reason, last.rule)
         self.arbiter.begin(step)
         for _ in range(MAX_ITERATIONS):
             decision = self._iteration(view)
@@ -180,6 +234,7 @@ class SwiftSageAgent:
         # unless a hook settled Swift's proposal as the iteration's action.
         forcing = self.arbiter.forcing and not settled
         chosen, gated = (None, None) if forcing else self._swift_choice(proposal, view)
+        action = chosen.action if chosen is not None else gated
         if first:
             self.sink.emit(
                 SwiftProposal(
@@ -188,25 +243,26 @@ class SwiftSageAgent:
                     candidates=[c.action for c in proposal.candidates[:5]],
                     scores=[c.score for c in proposal.candidates[:5]],
                     confidence=proposal.confidence,
-                    chosen=chosen or gated,
+                    chosen=action,
                 )
             )
         if self.sage is None or not self.cfg.sage_enabled:
-            return self._swift_decision(chosen, proposal, view, f"swift top{note}")
-        if settled and (chosen or gated):
+            return self._swift_decision(
+                chosen, proposal, view, top_reason(chosen, proposal, note, confidence=False)
+            )
+        if settled and action:
             if gated is not None:
                 return None  # held back like any Swift action: no env step this iteration
             self.arbiter.swift_acted()
-            reason = f"swift top (confidence {proposal.confidence:.2f}){note}"
+            reason = top_reason(chosen, proposal, note, confidence=True)
             return self._swift_decision(chosen, proposal, view, reason)
-        fired = self.arbiter.check(chosen or gated, step)
+        fired = self.arbiter.check(action, step)
         if fired is None:
             if gated is not None:
                 return None  # the authors skip a gated focus: no env step this iteration
             self.arbiter.swift_acted()
-            return self._swift_decision(
-                chosen, proposal, view, f"swift top (confidence {proposal.confidence:.2f}){note}"
-            )
+            reason = top_reason(chosen, proposal, note, confidence=True)
+            return self._swift_decision(chosen, proposal, view, reason)
         rule, detail = fired
         blocked = self.arbiter.blocked(step, rule)
         self.sink.emit(Escalation(step=step, rule=rule.value, detail=detail, blocked=blocked))
@@ -250,24 +306,29 @@ class SwiftSageAgent:
         self._proposal = (step, proposal, note, turn.settled)
         return proposal, note, cached is None, turn.settled
 
-    def _swift_choice(self, proposal: Proposal, view: StepView) -> tuple[str | None, str | None]:
+    def _first(self, candidates: Sequence[Ranked], view: StepView) -> Chosen | None:
+        """The first of ``candidates`` (rank order) that resolves, labelled by who ranked it there."""
+        hit = self.resolver.pick([c.action for c in candidates], "swift", view)
+        return Chosen.of(candidates[hit[0]], hit[1]) if hit is not None else None
+
+    def _swift_choice(self, proposal: Proposal, view: StepView) -> tuple[Chosen | None, str | None]:
         """Swift's action, and - authors' loop - the valid action a hook held back (else None): the
         focus gate's focus, or one whose refusal is a failure message (Gate-1 with
         ``srm.gate.drop_as_failure``). A held-back action ends the iteration without an env step.
 
         SwiftSage: the first ranked candidate that resolves. Authors: the top prediction only (the next
         one if it repeats a ``wait`` right after a wait), after their rewrites."""
-        texts = [c.action for c in proposal.candidates]
         if not self.authors_loop:
-            return self.resolver.first(texts, "swift", view), None
-        top = self._authors_top(texts)
-        if top is None:
+            return self._first(proposal.candidates, view), None
+        ranked = self._authors_top(proposal.candidates)
+        if ranked is None:
             return None, None
+        top = ranked.action
         candidate = self.resolver.candidate(top, "swift", view)
         if candidate.refused_by == "focus_gate":
             return None, self.resolver.ground(top, view)
         if candidate.failure is None or not isinstance(self.arbiter, AuthorsArbiter):
-            return candidate.action, None
+            return (Chosen.of(ranked, candidate.action) if candidate.action is not None else None), None
         grounded = self.resolver.ground(top, view)
         if grounded is None:  # not valid as the authors test it: their invalid-action path, not the gate
             return None, None
@@ -278,7 +339,7 @@ class SwiftSageAgent:
         pick = self._loopbreak(view) if outcome == "fallback" else None
         return (pick, None) if pick is not None else (None, grounded)
 
-    def _loopbreak(self, view: StepView) -> str | None:
+    def _loopbreak(self, view: StepView) -> Chosen | None:
         """The authors' loop-break fallback after a gate-drop loop: the first of look around, inventory,
         wait that is valid and passes the hooks, else the deterministic fallback's pick (None: nothing
         passes, the iteration ends without a step)."""
@@ -287,38 +348,51 @@ class SwiftSageAgent:
         if not picks:
             pick = authors.deterministic_fallback(set(valid), authors.current_room(view.result.look))
             picks = [pick] if pick is not None else []
-        return self.resolver.first(picks, "swift", view)
+        action = self.resolver.first(picks, "swift", view)
+        return Chosen(action, "fallback") if action is not None else None
 
-    def _authors_top(self, texts: Sequence[str]) -> str | None:
+    def _authors_top(self, candidates: Sequence[Ranked]) -> Ranked | None:
+        """Swift's top prediction as the authors take it: the next one when it repeats a ``wait`` right
+        after a wait."""
         turns = self._traj().turns
-        if texts and turns and turns[-1].action.startswith("wait") and texts[0].startswith("wait"):
-            texts = texts[1:]
-        return texts[0] if texts else None
+        if (
+            candidates
+            and turns
+            and turns[-1].action.startswith("wait")
+            and candidates[0].action.startswith("wait")
+        ):
+            candidates = candidates[1:]
+        return candidates[0] if candidates else None
+
+    def _authors_top_text(self, proposal: Proposal) -> str | None:
+        top = self._authors_top(proposal.candidates)
+        return top.action if top is not None else None
 
     def _held_back(
-        self, blocked: Block, rule: Rule, chosen: str | None, proposal: Proposal, view: StepView
+        self, blocked: Block, rule: Rule, chosen: Chosen | None, proposal: Proposal, view: StepView
     ) -> Decision:
         """Sage may not run although ``rule`` fired."""
         reason = f"{rule.value} but sage {blocked.value}"
         if not self.authors_loop:
-            return self._swift_decision(chosen, proposal, view, f"{reason}: swift acts")
+            actor = chosen.actor if chosen is not None else "swift"
+            return self._swift_decision(chosen, proposal, view, f"{reason}: {actor} acts")
         if blocked is Block.PER_STEP:
             return self._deterministic(view, reason)
         # The authors' held-back Swift: the first valid of its top three non-focus predictions.
-        texts = [c.action for c in proposal.candidates if not c.action.startswith(FOCUS)][:3]
-        trial = self.resolver.first(texts, "swift", view)
+        trial = self._first([c for c in proposal.candidates if not c.action.startswith(FOCUS)][:3], view)
         self.arbiter.swift_acted()
         if trial is not None:
-            return Decision(trial, "swift", f"{reason}: swift's first valid non-focus prediction")
+            return trial.decision(f"{reason}: {trial.actor}'s first valid non-focus prediction")
         return self._nearest(proposal, view, f"{reason}: no valid swift prediction")
 
     def _after_sage(
-        self, miss: SageMiss, chosen: str | None, proposal: Proposal, view: StepView, rule: Rule
+        self, miss: SageMiss, chosen: Chosen | None, proposal: Proposal, view: StepView, rule: Rule
     ) -> Decision:
         """Sage ran and nothing it planned runs now (``miss``)."""
         why = miss.why
         if not self.authors_loop:
-            return self._swift_decision(chosen, proposal, view, f"{rule.value}: {why}, swift acts")
+            actor = chosen.actor if chosen is not None else "swift"
+            return self._swift_decision(chosen, proposal, view, f"{rule.value}: {why}, {actor} acts")
         self.arbiter.swift_acted()
         if miss.kind in ("error", "empty"):
             # The authors: a planning error or an empty plan -> the nearest valid action to Swift's top.
@@ -333,7 +407,7 @@ class SwiftSageAgent:
         from fastslow.models.embeddings import default_embedder, similarity_sums
 
         result = view.result
-        top = self._authors_top([c.action for c in proposal.candidates])
+        top = self._authors_top_text(proposal)
         valid = list(result.valid_actions)
         if top is None or not valid:
             return self._deterministic(view, f"{reason}; no prediction to search from")
@@ -346,7 +420,7 @@ class SwiftSageAgent:
         if action is None:
             return self._deterministic(view, f"{reason}; no near valid action may run")
         self.arbiter.swift_acted()
-        return Decision(action, "swift", f"{reason}: nearest valid to '{query}' ({embedder.name})")
+        return Decision(action, "fallback", f"{reason}: nearest valid to '{query}' ({embedder.name})")
 
     def _deterministic(self, view: StepView, reason: str) -> Decision:
         """The authors' deterministic fallback (look around, inventory, a move, else the first action)."""
@@ -360,9 +434,9 @@ class SwiftSageAgent:
                 break
             action = self.resolver.resolve(pick, "swift", view)
             if action is not None:
-                return Decision(action, "swift", f"{reason}: deterministic fallback")
+                return Decision(action, "fallback", f"{reason}: deterministic fallback")
             left.discard(pick)
-        return Decision(self.resolver.unresolved(None, view), "swift", f"{reason}: deterministic fallback")
+        return Decision(self.resolver.unresolved(None, view), "fallback", f"{reason}: deterministic fallback")
 
     def observe(self, decision: Decision, result: StepResult) -> None:
         traj = self._traj()
@@ -370,7 +444,7 @@ class SwiftSageAgent:
         traj.record(decision.action, decision.source, result)
         buffer_empty = not self.buffer  # the authors test it before their LoopGuard clears the buffer
         stuck = self.arbiter.executed(
-            decision.action, decision.source, result.observation, result.reward, result.steps
+            decision.action, branch(decision.source), result.observation, result.reward, result.steps
         )
         if stuck is not None:  # logged even with an empty buffer: the LoopGuard also blocks forced Sage
             self.sink.emit(
@@ -388,7 +462,9 @@ class SwiftSageAgent:
                         dropped=[b.action for b in dropped],
                     )
                 )
-        done = StepDone(traj, decision.action, decision.source, prev, result, buffer_empty=buffer_empty)
+        done = StepDone(
+            traj, decision.action, branch(decision.source), prev, result, buffer_empty=buffer_empty
+        )
         handed = [hook.after_step(done) for hook in self.hooks]
         late = [a for out in handed for a in (out.actions if isinstance(out, BufferActions) else out)]
         if stuck is not None and late:
@@ -430,7 +506,7 @@ class SwiftSageAgent:
             if proposal.confidence < self.min_confidence:
                 return True
             if self.authors_loop:  # the authors judge Swift on its top prediction only
-                top = self._authors_top([c.action for c in proposal.candidates])
+                top = self._authors_top_text(proposal)
                 return top is None or self.resolver.ground(top, view) is None
             if any(c.action in view.result.valid_actions for c in proposal.candidates):
                 return False
@@ -439,17 +515,20 @@ class SwiftSageAgent:
         return failed
 
     def _swift_decision(
-        self, chosen: str | None, proposal: Proposal, view: StepView, reason: str
+        self, chosen: Chosen | None, proposal: Proposal, view: StepView, reason: str
     ) -> Decision:
+        """The Swift branch's step: ``chosen`` (labelled swift, procedure or fallback), else - nothing
+        resolved - the authors' nearest valid action, or SwiftSage's top text as written (labelled by
+        who ranked it there), or the resolver's harmless action (``fallback``)."""
         if chosen is not None:
-            return Decision(chosen, "swift", reason)
+            return chosen.decision(reason)
         if self.authors_loop:  # never invalid text: the nearest valid action instead
             return self._nearest(proposal, view, f"{reason}; no valid swift prediction")
         action = self.resolver.unresolved(proposal.top, view)
         if action != proposal.top:
             log.info("step %d: no candidate resolved, falling back to '%s'", view.result.steps, action)
-            reason = f"{reason}; no candidate resolved: fallback {action}"
-        return Decision(action, "swift", reason)
+            return Decision(action, "fallback", f"{reason}; no candidate resolved: fallback {action}")
+        return Chosen.of(proposal.candidates[0], action).decision(reason)
 
     def _from_buffer(self, view: StepView) -> tuple[Decision | None, bool]:
         """The next buffered action that runs now, and whether the scan ran the buffer dry (every head
@@ -525,7 +604,7 @@ class SwiftSageAgent:
         None when a forcing rule kept Swift out of this iteration (the authors do not run Swift then)."""
         if self.arbiter.forcing:
             return None
-        top = self._authors_top([c.action for c in proposal.candidates])
+        top = self._authors_top_text(proposal)
         return self.resolver.ground(top, view) if top is not None else None
 
     def _failures(self) -> Sequence[Turn]:

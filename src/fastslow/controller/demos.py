@@ -148,8 +148,10 @@ def build_demos(
     per_task: int = PER_TASK,
     simplification: str = "easy",
     progress: Callable[[str], None] | None = None,
+    commit: str | None = None,
 ) -> dict[str, Any]:
-    """The demo file's content for ``tasks`` (default: all 30)."""
+    """The demo file's content for ``tasks`` (default: all 30); its header names the train variations
+    per task and the fastslow ``commit`` built from, as the other knowledge files do."""
     import scienceworld
 
     ids = list(tasks) if tasks is not None else [t.task_id for t in all_tasks()]
@@ -163,7 +165,10 @@ def build_demos(
                 progress(f"task {task_id:2d} {get_task(task_id).name}: {sizes}")
     return {
         "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data sage-demos",
+        "commit": commit,
         "split": "train",
+        "tasks": ids,
+        "variations": {task: [d["variation"] for d in demos] for task, demos in out.items()},
         "simplification": simplification,
         "scienceworld_version": scienceworld.__version__,
         "demos": out,

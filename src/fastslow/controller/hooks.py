@@ -10,6 +10,8 @@ the controller calls all of them on every hook, in order, and never asks which m
 - ``before_action(candidate, view)``: a candidate is about to be resolved (``resolver.Resolver``).
   SRM's Gate-1 judges the proposed text; the safety policy refuses an answer completing a focus it forbids.
   A refusal may carry a failure message (``Candidate.failure``) the authors' loop records.
+- ``on_refused(candidate, view)``: a ``before_action`` hook refused a candidate in this state. The
+  policy hears of Gate-1's drops there and stops proposing the dropped action until the state changes.
 - ``plan_memories(traj)``: Sage is about to plan; AMM's T4 block ("" = the baseline prompt).
 - ``after_step(step)``: after every env step (recorded in the trajectory). The policy learns what changed
   nothing; AMM writes (salience gate) and runs T2/T3; SRM's detector may call the Critic, whose actions
@@ -71,6 +73,8 @@ class StepDone:
     traj: Trajectory
     action: str
     source: str
+    """Who chose the action as the loop sees it: swift (any action of the Swift branch: Swift's ranking,
+    a procedure, a fallback; ``controller.branch``), sage or critic."""
     prev: StepResult
     result: StepResult
     buffer_empty: bool = True
@@ -151,6 +155,11 @@ class LoopHook:
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
         return candidate
 
+    def on_refused(self, candidate: Candidate, view: StepView) -> None:
+        """A ``before_action`` hook refused ``candidate`` in the state of ``view`` (``refused_by`` names
+        it: ``gate`` for SRM's Gate-1)."""
+        return None
+
     def plan_memories(self, traj: Trajectory) -> str:
         return ""
 
@@ -167,8 +176,10 @@ class LoopHook:
 
 
 class PolicyHook(LoopHook):
-    """Swift's safety policy (swift/policy.py): re-scores Swift's valid candidates, learns what changed
-    nothing, and refuses an ambiguity answer that would complete a focus the focus rule forbids."""
+    """Swift's safety policy (swift/policy.py): re-scores Swift's valid candidates, puts the action of a
+    task procedure or judgement on top (``Candidate.decided_by`` names its rule, so the step that runs it
+    is logged as ``procedure``), learns what changed nothing, and refuses an ambiguity answer that would
+    complete a focus the focus rule forbids."""
 
     def __init__(self, policy: SafetyPolicy) -> None:
         self.policy = policy
@@ -187,12 +198,15 @@ class PolicyHook(LoopHook):
         )
         # A stable sort keeps Swift's own order among equal scores.
         order = sorted(range(len(cands)), key=lambda i: -float(scores[i]))
-        kept = tuple(Ranked(cands[i].action, float(scores[i])) for i in order if np.isfinite(scores[i]))
-        decided = self.policy.judgement(turn.result, turn.traj.task_name)
-        if decided is not None:
+        kept = tuple(replace(cands[i], score=float(scores[i])) for i in order if np.isfinite(scores[i]))
+        judged = self.policy.judged(turn.result, turn.traj.task_name)
+        if judged is not None:
             # A judgement rule outranks the imitation scores (its action may lie outside Swift's pool).
+            # The candidate carries the rule: its step is a procedure step, even when Swift's model
+            # ranked the same action first.
             top = max((r.score for r in kept), default=0.0) + 1.0
-            kept = (Ranked(decided, top), *(r for r in kept if r.action != decided))
+            decided = Ranked(judged.action, top, decided_by=judged.rule)
+            kept = (decided, *(r for r in kept if r.action != judged.action))
         return Proposal(kept, proposal.confidence), ""
 
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
@@ -202,6 +216,12 @@ class PolicyHook(LoopHook):
         if self.policy.focus_rule and completes is not None and completes.startswith("focus on "):
             return refuse(candidate, "policy")
         return candidate
+
+    def on_refused(self, candidate: Candidate, view: StepView) -> None:
+        # What Gate-1 dropped here it drops again in this state: the policy, its judgements and the
+        # procedures stop proposing it until the state changes.
+        if candidate.refused_by == "gate":
+            self.policy.refused(candidate.proposed, view.result)
 
     def after_step(self, step: StepDone) -> list[str]:
         self.policy.observe(step.prev, step.action, step.result)

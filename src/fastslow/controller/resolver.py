@@ -65,9 +65,12 @@ class Candidate:
 
 
 class ActionCheck(Protocol):
-    """A ``before_action`` hook: returns the candidate to go on with (``action`` None = refused)."""
+    """A ``before_action`` hook: returns the candidate to go on with (``action`` None = refused), and
+    hears of every refusal (``on_refused``), its own and the other hooks'."""
 
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate: ...
+
+    def on_refused(self, candidate: Candidate, view: StepView) -> None: ...
 
 
 class StepView:
@@ -141,6 +144,9 @@ class Resolver:
             if candidate.refused_by is not None:
                 break
             candidate = check.before_action(candidate, view)
+        if candidate.refused_by is not None:
+            for check in self.checks:
+                check.on_refused(candidate, view)
         return candidate
 
     def resolve(self, text: str, source: str, view: StepView) -> str | None:
@@ -149,10 +155,15 @@ class Resolver:
 
     def first(self, texts: list[str], source: str, view: StepView) -> str | None:
         """The first of ``texts`` (rank order) that resolves."""
-        for text in texts:
+        hit = self.pick(texts, source, view)
+        return hit[1] if hit is not None else None
+
+    def pick(self, texts: list[str], source: str, view: StepView) -> tuple[int, str] | None:
+        """The index in ``texts`` of the first that resolves (rank order), and the action it becomes."""
+        for i, text in enumerate(texts):
             action = self.resolve(text, source, view)
             if action is not None:
-                return action
+                return i, action
         return None
 
     def unresolved(self, top: str | None, view: StepView) -> str:

@@ -110,7 +110,7 @@ DESCRIPTION_STOPWORDS = (STOPWORDS - {"into"}) | _wordset(
     might near location complete completed done part way take actions cause change make until"""
 )
 """Words of a task description that name no object (Gate-1's focus rule; "into" stays a content word
-there, as in the set the rule was checked with against 106 gold focus actions)."""
+there, as in the set the rule was checked with against train gold focus actions, ``reflection.focus``)."""
 
 # -- action text -----------------------------------------------------------------------------------------
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -268,6 +268,7 @@ _CONFIRMED = re.compile(r"^\s*You focus on (?:the )?(.+?)\.?\s*$", re.DOTALL)
 # "<container> (containing <contents>)" in a look or inventory line; the name cannot cross the ".", ":"
 # or "," that separate the objects of a line ("a table. On the table is: a glass cup (containing ...)").
 _CONTAINS = re.compile(r"([^\n\t(),.:]+?) \(containing ([^()]*)\)")
+_IN_ON = re.compile(r" (?:in|on) ")
 GENERIC_TARGETS = frozenset({"substance"})
 """Focus heads that name a container's contents, not an object: "focus on substance in metal pot"."""
 
@@ -344,6 +345,148 @@ def focus_contents_mismatch(target: str, look: str, inventory: str, task_descrip
     named = set(_DESCRIPTION_WORD.findall(task_description.lower())) - DESCRIPTION_STOPWORDS
     found = set(_DESCRIPTION_WORD.findall(resolved)) - DESCRIPTION_STOPWORDS
     return None if found & named else resolved
+
+
+@dataclass(frozen=True)
+class FocusObject:
+    """The object a focus lands on, as one state describes it (``focus_object``, ``landed_object``).
+
+    A name stays while an object's contents change: "paint in bowl" is the orange paint before a mix and
+    the yellow-orange paint after it, and a bowl holding orange paint is not the bowl holding the
+    yellow-orange paint as far as a focus goes. So an object is its resolved name plus what it holds."""
+
+    head: str
+    """``focus_head`` of the target as written ("paint in bowl" -> "paint")."""
+    name: str | None
+    """The object's own name in the state ("yellow-orange paint"); None when the look and inventory do
+    not pin it down (several candidates, or none listed)."""
+    contents: tuple[str, ...] | None = None
+    """What it holds when the state lists it as a container (sorted, normalized; () for "nothing");
+    None: not a listed container, or its listings disagree."""
+
+    def same(self, earlier: FocusObject) -> bool:
+        """Whether focusing on this object again focuses on ``earlier``: same name and, both known,
+        same contents. A name the state does not pin down is compared as written (its head against
+        the earlier target's head and name), which is all a text can say."""
+        if self.name is None:
+            return self.head in (earlier.head, earlier.name)
+        if self.name != earlier.name:
+            return False
+        return self.contents is None or earlier.contents is None or self.contents == earlier.contents
+
+
+def _split_contents(text: str) -> tuple[str, ...]:
+    """Contents as a listing or a referent writes them ("red paint, yellow paint", "red paint and
+    yellow paint", "nothing"), normalized and sorted; "substance called" dropped."""
+    items = []
+    for part in re.split(r",| and ", text):
+        item = normalize(part).removeprefix("substance called ")
+        if item and item != "nothing":
+            items.append(item)
+    return tuple(sorted(items))
+
+
+@lru_cache(maxsize=64)
+def container_listings(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Every "<name> (containing <contents>)" of a look or inventory: (normalized name, contents as
+    ``_split_contents`` reads them), in order ("a bowl (containing red paint, yellow paint)" ->
+    ("bowl", ("red paint", "yellow paint")))."""
+    return tuple((normalize(m.group(1)), _split_contents(m.group(2))) for m in _CONTAINS.finditer(text))
+
+
+def _names_container(referent: str, name: str, contents: tuple[str, ...]) -> bool:
+    """Whether ScienceWorld's ``referent`` (normalized, no location) names the listed container: its
+    name or last word ("wood cup", "cup"), or "<noun> containing <its contents joined by 'and'>"."""
+    noun, found, held = referent.partition(" containing ")
+    if noun and noun not in (name, name.split()[-1]):
+        return False
+    return not found or _split_contents(held) == contents
+
+
+def _listed_container(referent: str, text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The one container listing of ``text`` a referent names, a trailing "in <place>" / "on <place>"
+    tried without as well ("cup containing red paint in art studio"); None when none or several
+    distinct listings match."""
+    forms = [referent]
+    for marker in (" in ", " on "):
+        cut = referent.rfind(marker)
+        while cut > 0:
+            forms.append(referent[:cut])
+            cut = referent.rfind(marker, 0, cut)
+    listings = container_listings(text)
+    for form in forms:
+        hits = {(name, held) for name, held in listings if _names_container(form, name, held)}
+        if hits:
+            return hits.pop() if len(hits) == 1 else None
+    return None
+
+
+def _denotes(item: str, named: str) -> bool:
+    """Whether a listed content may be what a target's object part names: itself, an item ending in it
+    ("yellow-orange paint" for "paint"), or it in a described state ("apple tree in the seedling
+    stage" for "apple tree")."""
+    return item == named or item.endswith((" " + named, "-" + named)) or item.startswith(named + " in ")
+
+
+def focus_object(target: str, look: str, inventory: str = "") -> FocusObject:
+    """The object ``focus on <target>`` denotes in the state of ``look`` and ``inventory``.
+
+    - "<object> in|on <container>" with the container listed: the one item of its contents the object
+      part names ("paint in cup containing violet-red paint" -> "violet-red paint"; "apple tree in self
+      watering flower pot 6" -> "apple tree in seedling stage"), or its single content for a generic
+      "substance" ("substance in metal pot" -> "water");
+    - "<noun> containing <contents> [in <place>]": the listed container with those contents, and them;
+    - a plain name: itself when the state lists an object of that name, with its contents if it is a
+      container whose listings agree;
+    - anything else (nothing listed matches, or several things do): name None (``FocusObject.same``
+      then compares the text)."""
+    text = f"{look}\n{inventory}"
+    norm = normalize(target)
+    head = focus_head(norm)
+    if norm.startswith(head + " containing "):
+        found = _listed_container(norm, text)
+        return FocusObject(head, found[0], found[1]) if found else FocusObject(head, None)
+    for cut in (m.start() for m in _IN_ON.finditer(norm, len(head))):
+        holder = _listed_container(norm[cut + 4 :], text)
+        if holder is None:
+            continue
+        named = norm[:cut]
+        if head in GENERIC_TARGETS and named == head:
+            items = list(holder[1])
+        else:
+            items = [item for item in holder[1] if _denotes(item, named)]
+        if len(items) == 1:
+            return FocusObject(head, items[0])
+    if head not in object_names(text):
+        return FocusObject(head, None)
+    held = {contents for name, contents in container_listings(text) if name == head}
+    return FocusObject(head, head, held.pop() if len(held) == 1 else None)
+
+
+def landed_object(target: str, observation: str, look: str = "", inventory: str = "") -> FocusObject | None:
+    """The object a sent ``focus on <target>`` landed on, None when ScienceWorld did not confirm it.
+
+    Its name is what ``focus_object`` read in the state the focus was sent in (``look``, ``inventory``)
+    when that agrees with ScienceWorld's confirmation ("You focus on the apple tree." for "apple tree in
+    seedling stage"), else the confirmation's ("You focus on the violet paint." -> "violet paint");
+    its contents are that state's (unknown without it)."""
+    confirmed = focus_confirmed(observation)
+    if confirmed is None:
+        return None
+    name = normalize(confirmed).removeprefix("substance called ")
+    then = focus_object(target, look, inventory)
+    if then.name is not None and (then.name == name or then.name.startswith(name + " in ")):
+        return then
+    return FocusObject(then.head, name)
+
+
+def focus_repeats(
+    target: str, look: str, inventory: str, landed: Sequence[FocusObject]
+) -> FocusObject | None:
+    """The earlier focus (``landed``: ``landed_object`` of each confirmed one) that ``focus on
+    <target>`` would repeat in the current state, else None: never focus twice on the same object."""
+    now = focus_object(target, look, inventory)
+    return next((earlier for earlier in landed if now.same(earlier)), None)
 
 
 _DESCRIPTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

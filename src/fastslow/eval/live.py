@@ -54,13 +54,24 @@ from fastslow.events import (
     StagnationReport,
 )
 from fastslow.redact import redact_text
+from fastslow.vocab import STEP_SOURCES
 
-SOURCE_STYLE = {"oracle": "cyan", "swift": "green", "sage": "magenta", "critic": "yellow"}
+SOURCE_STYLE = {
+    "oracle": "cyan",
+    "swift": "green",
+    "procedure": "dark_orange",
+    "fallback": "red",
+    "sage": "magenta",
+    "critic": "yellow",
+}
+"""Colour of each step source (``vocab.StepSource``) in the source column."""
+SOURCE_WIDTH = max(len(s) for s in STEP_SOURCES)
+"""The source column fits every source's name (procedure, fallback, ...)."""
 INDENT = "     "
 """Mechanism notes sit under their step line, indented past the step number."""
-_FIXED = 23
-"""Columns of a step line besides action and observation: step (4), source (6), score (4), reward (4)
-and the five spaces between the six columns."""
+_FIXED = 17 + SOURCE_WIDTH
+"""Columns of a step line besides action and observation: step (4), source (``SOURCE_WIDTH``), score
+(4), reward (4) and the five spaces between the six columns."""
 
 
 def _clip(text: str, width: int) -> str:
@@ -113,7 +124,8 @@ class StepPrinter:
             )
             self.console.print(_clip(event.task_description, 400), style="dim", markup=False, highlight=False)
             a = self._action_width
-            self._line(Text(f"step source {'action':<{a}} score     observation", style="bold"))
+            source = f"{'source':<{SOURCE_WIDTH}}"
+            self._line(Text(f"step {source} {'action':<{a}} score     observation", style="bold"))
         elif isinstance(event, EnvStep):
             self._env_step(event)
         elif isinstance(event, ModelCall):
@@ -198,11 +210,13 @@ class StepPrinter:
         self._line(
             Text.assemble(
                 f"{event.step:>4} ",
-                (f"{_clip(event.source, 6):<6}", SOURCE_STYLE.get(event.source, "white")),
+                (f"{event.source:<{SOURCE_WIDTH}}", SOURCE_STYLE.get(event.source, "white")),
                 f" {_clip(event.action, a):<{a}} {event.score:>4} {reward:<4} ",
                 (observation, "dim"),
             )
         )
+        # Swift's own top and the gold path need no word; a procedure step names its rule, a buffered
+        # action its plan, a fallback why nothing else ran.
         if event.reason and event.source not in ("oracle", "swift"):
             self._note("why", "dim", event.reason)
 

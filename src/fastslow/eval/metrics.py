@@ -265,15 +265,22 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     }
 
 
-BUFFER_SOURCES = ("sage", "critic")
+BUFFER_SOURCES = vocab.BUFFER_SOURCES
 """EnvStep sources whose actions came out of the action buffer."""
+SWIFT_BRANCH = vocab.SWIFT_BRANCH
+"""EnvStep sources of the controller's Swift branch (the authors count them all as Swift's steps)."""
 
 
 def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     """Controller counters of the paper's Appendix E, from the events of finished episodes.
 
-    - ``swift_step_share`` / ``buffer_step_share``: fraction of env steps whose action Swift chose directly
-      vs. that came from the buffer (Sage or Critic plans), pooled over episodes;
+    - ``step_shares``: the fraction of env steps of each source (``vocab.StepSource``: swift, procedure,
+      fallback, sage, critic, oracle, scripted), pooled over episodes; they add up to 1 (rounded to 6
+      places). A ``procedure`` step is one whose action hand-written task logic decided, even when the
+      learned Swift ranked the same action first;
+    - ``swift_step_share``: the learned Swift's share (``step_shares.swift``: procedure and fallback steps
+      are not Swift's here; ``mechanisms.paper.swift_step_share`` counts them as Swift's, as the authors'
+      loop would); ``buffer_step_share``: actions from the buffer (Sage or Critic plans);
     - ``system2_calls_per_episode``: Sage rounds (``sage_call`` events) plus Critic model calls per episode;
     - ``llm_tokens_per_action``: prompt + completion tokens of every model call / env steps;
     - ``llm_seconds_per_episode``: summed model-call latency per episode;
@@ -284,7 +291,8 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
       they are in none of the counters above.
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
-    n_eps = steps = swift_steps = buffer_steps = system2 = tokens = calls = 0
+    n_eps = steps = system2 = tokens = calls = 0
+    by_source: dict[str, int] = dict.fromkeys(vocab.STEP_SOURCES, 0)
     errors: dict[str, int] = defaultdict(int)
     skipped: dict[str, int] = defaultdict(int)
     llm_s = 0.0
@@ -296,8 +304,7 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         for e in evs:
             if isinstance(e, EnvStep):
                 steps += 1
-                swift_steps += e.source == "swift"
-                buffer_steps += e.source in BUFFER_SOURCES
+                by_source[e.source] += 1
             elif isinstance(e, SageCall):
                 system2 += 1
             elif isinstance(e, ModelCall) and e.skipped:
@@ -309,11 +316,13 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
                 system2 += e.role == "critic"
                 if e.error:
                     errors[e.role] += 1
+    buffer_steps = sum(by_source[s] for s in BUFFER_SOURCES)
     return {
         "episodes": n_eps,
         "env_steps": steps,
-        "swift_step_share": round(swift_steps / steps, 4) if steps else None,
+        "swift_step_share": round(by_source["swift"] / steps, 4) if steps else None,
         "buffer_step_share": round(buffer_steps / steps, 4) if steps else None,
+        "step_shares": {s: round(n / steps, 6) if steps else None for s, n in by_source.items()},
         "system2_calls_per_episode": round(system2 / n_eps, 4) if n_eps else None,
         "llm_tokens_per_action": round(tokens / steps, 2) if steps else None,
         "llm_seconds_per_episode": round(llm_s / n_eps, 3) if n_eps else None,
@@ -547,7 +556,8 @@ def paper_episode(events: Iterable[Event]) -> dict[str, int]:
             row["system2_calls"] += 1
         elif isinstance(e, EnvStep):
             row["env_steps"] += 1
-            row["swift_steps"] += e.source == "swift"
+            # The authors' loop has no procedures: every action not from the buffer is Swift's there.
+            row["swift_steps"] += e.source in SWIFT_BRANCH
             row["buffer_steps"] += e.source in BUFFER_SOURCES
     row["t1_triggers"] = len(t1_steps)
     return row

@@ -32,11 +32,13 @@ from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
 
-METRICS_FORMAT = 5
+METRICS_FORMAT = 6
 """Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``), 2 had
 only the strict score (-100 as 0) as ``mean_score``, 3 had no ``mechanisms.paper``, 4 counted the avoidance
-search of the authors' T4 as a T4 trigger of its own (`fastslow report` recomputes older formats from the
-logs)."""
+search of the authors' T4 as a T4 trigger of its own, 5 had no ``usage.step_shares`` and its
+``usage.swift_step_share`` counted every step labelled ``swift`` (`fastslow report` recomputes older
+formats from the logs; logs written before the ``procedure`` and ``fallback`` sources label those steps
+``swift``, and count there as Swift's)."""
 METRICS_FILE = "metrics.json"
 
 
@@ -134,13 +136,40 @@ class EpisodeResult(_Record):
 # -- usage and mechanisms ------------------------------------------------------------------------------
 
 
+class StepShares(_Record):
+    """The fraction of env steps of each source (``vocab.StepSource``), pooled over finished episodes;
+    they add up to 1 (each rounded to 6 places). None without any env step."""
+
+    swift: float | None
+    """The learned Swift's ranking chose the action."""
+    procedure: float | None
+    """Hand-written task logic (a task procedure or a judgement) decided it, even when the learned Swift
+    ranked the same action first; the step's ``reason`` names the rule."""
+    fallback: float | None
+    """The controller's own pick: neither Swift's ranking nor a procedure gave an action that may run."""
+    sage: float | None
+    """Sage's plan, from the buffer."""
+    critic: float | None
+    """SRM's Critic's actions, from the buffer."""
+    oracle: float | None
+    """The gold path (the oracle agent)."""
+    scripted: float | None
+    """An agent replaying a fixed list of actions."""
+
+
 class Usage(_Record):
     """Controller counters and cost proxies (paper Appendix E), pooled over finished episodes."""
 
     episodes: int
     env_steps: int
     swift_step_share: float | None
+    """Env steps whose action the learned Swift's ranking chose (``step_shares.swift``): procedure and
+    fallback steps are not counted (``mechanisms.paper.swift_step_share`` counts them, as the authors'
+    loop would)."""
     buffer_step_share: float | None
+    """Env steps whose action came from the buffer (Sage or Critic plans)."""
+    step_shares: StepShares
+    """Every source's share of the env steps."""
     system2_calls_per_episode: float | None
     llm_tokens_per_action: float | None
     llm_seconds_per_episode: float | None
@@ -234,8 +263,11 @@ class PaperCounters(_Record):
     """Sage rounds (authors: steps on which ``findValidActionWithSystem2`` used System 2; the Critic is
     counted on its own). Paper: 24.6 (baseline) to 14.1 (full)."""
     swift_step_share: float | None
-    """Env steps whose action Swift chose directly, as a fraction of all env steps (pooled). Paper: 44.08%
-    (baseline), 49.16% (+AMM), 57.13% (+SRM), 62.01% (full)."""
+    """Env steps whose action the controller's Swift branch sent, as a fraction of all env steps (pooled):
+    every step not from the buffer, as the authors' loop counts it (Swift's ranking, its fallbacks).
+    The authors have no hand-written task procedures; a run with them counts the procedure steps here
+    as Swift's (``usage.step_shares`` tells the learned Swift, the procedures and the fallbacks apart).
+    Paper: 44.08% (baseline), 49.16% (+AMM), 57.13% (+SRM), 62.01% (full)."""
     buffer_step_share: float | None
     """Env steps whose action came from the buffer (Sage or Critic plans). Paper: 55.92% to 37.99%."""
 

@@ -3,10 +3,11 @@
 Everything is read from each run's ``metrics.json`` (validated as a ``records.RunMetrics``; a foreign file
 is refused with one line, one of an older format is recomputed from the run's event logs) and event logs:
 scores in both conventions (the paper's, then strict), main results, per-task scores,
-Short/Medium/Long groups, success and Steps@Succ, mechanism activity and usage/cost (and the spread
-over seeds of ``--seeds`` runs), as markdown and CSV; matplotlib figures (per-task scores, groups,
-mechanism activity); and one self-contained HTML file with a trajectory viewer (every step with its
-source, the mechanism events around it, and the score).
+Short/Medium/Long groups, success and Steps@Succ, who chose the actions (step shares by source: the
+learned Swift, hand-written task procedures, fallbacks, Sage, the Critic), mechanism activity and
+usage/cost (and the spread over seeds of ``--seeds`` runs), as markdown and CSV; matplotlib figures
+(per-task scores, groups, mechanism activity); and one self-contained HTML file with a trajectory
+viewer (every step with its source, the mechanism events around it, and the score).
 
 Every output counts the same episodes: those whose logs can be read whole (``check_logs``). A log that
 cannot (a line that is not an event, a file cut off, no episode_end, no file) is left out of all of
@@ -43,6 +44,7 @@ from fastslow.eval.viewer import (
     viewer_assets,
     viewer_boot,
 )
+from fastslow.vocab import STEP_SOURCES, StepSource
 
 GROUPS = ("short", "medium", "long")
 #: Steps whose episodes the static report page embeds, all runs together (whole logs can be hundreds of
@@ -288,6 +290,42 @@ def success_table(runs: list[Run]) -> Table:
     return head, rows
 
 
+#: The step sources every step-share table shows; the oracle's and a scripted agent's only when a run has
+#: them.
+SHARE_SOURCES: tuple[StepSource, ...] = ("swift", "procedure", "fallback", "sage", "critic")
+
+
+def share_sources(runs: list[Run]) -> list[StepSource]:
+    """The sources of ``SHARE_SOURCES``, then any other source some run has steps of."""
+    extra = [
+        s
+        for s in STEP_SOURCES
+        if s not in SHARE_SOURCES and any(getattr(r.metrics.usage.step_shares, s) for r in runs)
+    ]
+    return [*SHARE_SOURCES, *extra]
+
+
+def step_share_table(runs: list[Run]) -> Table:
+    """Who chose the actions: each run's share of env steps by source (``usage.step_shares``, adding up
+    to 1): the learned Swift, hand-written task procedures, the controller's fallbacks, Sage's and the
+    Critic's buffered actions; beside them the Swift step share as the paper's authors count it (every
+    step not from the buffer, procedures included)."""
+    sources = share_sources(runs)
+    head = ["config", "env steps", *sources, "Swift, authors' counter"]
+    rows = []
+    for r in runs:
+        shares = r.metrics.usage.step_shares
+        rows.append(
+            [
+                r.name,
+                _fmt(r.metrics.usage.env_steps),
+                *[_fmt(getattr(shares, s), pct=True) for s in sources],
+                _fmt(r.metrics.mechanisms.paper.swift_step_share, pct=True),
+            ]
+        )
+    return head, rows
+
+
 def seeds_table(runs: list[Run]) -> Table:
     """Runs made with ``--seeds``: each seed's macro mean score, and mean ± std over seeds."""
     head = [
@@ -508,8 +546,9 @@ def run_warnings(run: Run) -> list[str]:
 
 def run_summary(run: Run, record: RunRecord | None, index: int = 0) -> dict[str, Any]:
     """A run's header for the viewer page: name, path, the main row and per-task rows (both score
-    conventions, episode and -100 counts), groups, bootstrap intervals, memory store, warm-up and
-    ranking of each start, and the warnings of ``run_warnings``."""
+    conventions, episode and -100 counts), groups, bootstrap intervals, the step shares by source
+    (``share_sources``), memory store, warm-up and ranking of each start, and the warnings of
+    ``run_warnings``."""
     m = run.metrics
     main_head, main_rows = main_table([run])
     tasks = []
@@ -538,6 +577,7 @@ def run_summary(run: Run, record: RunRecord | None, index: int = 0) -> dict[str,
             for g, v in m.per_group.items()
         },
         "ci95": m.ci95.model_dump(mode="json"),
+        "step_shares": {s: getattr(m.usage.step_shares, s) for s in share_sources([run])},
         "store": record.store.model_dump(mode="json") if record is not None and record.store else None,
         "warmup": record.warmup if record is not None else None,
         "starts": [s.model_dump(mode="json") for s in record.starts] if record is not None else [],
@@ -627,6 +667,7 @@ def _write_files(runs: list[Run], out: Path) -> list[str]:
         "per_task": ("Scores by task", per_task_table(runs)),
         "groups": ("Short / Medium / Long", group_table(runs)),
         "success": ("Success and Steps@Succ", success_table(runs)),
+        "step_shares": ("Who chose the actions: step shares by source", step_share_table(runs)),
         "paper_counters": (
             "Mechanism counters as the paper's authors count them",
             paper_counters_table(runs),

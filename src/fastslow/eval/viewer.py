@@ -1,12 +1,13 @@
 """What the trajectory viewer shows of one episode, and the viewer's page (paper §5, App. D/E: the logs).
 
 Read from a run's own event logs, as every metric is: an episode's list entry (``index_episode``: ids,
-both score conventions, outcome, the source of the last action, mechanism counts, first gain / -100 /
-Gate-1 drop) and the whole episode (``read_episode``: every step with the typed events that led to it,
-model prompts and completions included). ``store_records`` looks up the memory records a retrieval
-returned in the run's SQLite store. ``page`` is the single-page viewer (``viewer_static/``: plain HTML,
-CSS and JavaScript inline, nothing fetched from elsewhere) that ``fastslow view`` serves and ``fastslow
-report`` writes with its data embedded. The page puts every text from the logs in as text, never markup.
+both score conventions, outcome, the source of the last action, the steps by source, mechanism counts,
+first gain / -100 / Gate-1 drop) and the whole episode (``read_episode``: every step with the typed
+events that led to it, model prompts and completions included). ``store_records`` looks up the memory
+records a retrieval returned in the run's SQLite store. ``page`` is the single-page viewer
+(``viewer_static/``: plain HTML, CSS and JavaScript inline, nothing fetched from elsewhere) that
+``fastslow view`` serves and ``fastslow report`` writes with its data embedded. The page puts every text
+from the logs in as text, never markup.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from fastslow.errors import CorruptLogError
 from fastslow.eval.rundir import RunRecord
 from fastslow.events import iter_events, parse_event
 from fastslow.redact import redact_data
+from fastslow.vocab import STEP_SOURCES
 
 OUTCOMES = ("success", "failure", "step_limit", "early_stop", "error", "other", "unreadable", "unfinished")
 """An episode's outcome for the filters: success (score 100), failure (-100), step limit, early stop,
@@ -73,12 +75,15 @@ def outcome(end: str, final_score: int, best: int) -> str:
 
 
 def index_episode(path: Path) -> dict[str, Any] | None:
-    """One episode's list entry: ids, both scores, outcome, steps, the source of the last action,
-    mechanism counts and the first score gain / -100 / Gate-1 drop steps. None if it never finished."""
+    """One episode's list entry: ids, both scores, outcome, steps, the source of the last action, the
+    steps by source (``sources``: swift, procedure, fallback, sage, ... with at least one step, in
+    ``vocab.STEP_SOURCES`` order), mechanism counts and the first score gain / -100 / Gate-1 drop steps.
+    None if it never finished."""
     start: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     best = 0
     last_source = ""
+    sources = dict.fromkeys(STEP_SOURCES, 0)
     counts = dict.fromkeys(MECHANISMS, 0)
     firsts: dict[str, int | None] = {"gain": None, "failure": None, "gate_drop": None}
     for e in _lines(path):
@@ -86,6 +91,7 @@ def index_episode(path: Path) -> dict[str, Any] | None:
         if kind == "env_step":
             best = max(best, e["score"])
             last_source = e["source"]
+            sources[e["source"]] += 1
             if e["reward"] > 0 and firsts["gain"] is None:
                 firsts["gain"] = e["step"]
             if e["score"] < 0 and firsts["failure"] is None:
@@ -120,6 +126,7 @@ def index_episode(path: Path) -> dict[str, Any] | None:
         "wall_s": end["wall_s"],
         "error": end.get("error"),
         "last_source": last_source,
+        "sources": {k: v for k, v in sources.items() if v},
         "mechanisms": {k: v for k, v in counts.items() if v},
         "first": firsts,
     }
@@ -213,6 +220,7 @@ def _marked(path: Path, outcome: str, problem: str) -> dict[str, Any]:
         "wall_s": None,
         "error": None,
         "last_source": "",
+        "sources": {},
         "mechanisms": {},
         "first": {"gain": None, "failure": None, "gate_drop": None},
         "problem": problem,
@@ -339,7 +347,7 @@ def viewer_assets() -> dict[str, str]:
 
 def viewer_boot(embedded: dict[str, Any] | None) -> str:
     """The page's data element content: the filter vocabulary and, for a static page, its data."""
-    config = {"mechanisms": MECHANISMS, "outcomes": list(OUTCOMES)}
+    config = {"mechanisms": MECHANISMS, "outcomes": list(OUTCOMES), "sources": list(STEP_SOURCES)}
     return script_json({"config": config, "embedded": embedded})
 
 

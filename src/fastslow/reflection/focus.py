@@ -3,16 +3,18 @@
 ``focus on X`` is the one irreversible action in ScienceWorld: focusing on the wrong object fails the
 task (score -100). Three rules guard it:
 
-- a per-task budget of focus actions: the number of ``focus on`` actions in ScienceWorld's gold paths
-  (max over the first 3 train and 3 test variations of tasks 0-23, 2 train and 1 test of tasks 24-29;
-  identify-life-stages-1 reads its number of stages from the task description instead);
+- a per-task budget of focus actions: where the task description states how many things to focus on
+  ("focus on the 4 life stages of the turtle"), that number; otherwise the most ``focus on`` actions a
+  gold path of the task's train variations takes, read from the shipped knowledge file
+  ``env/data/focus_budgets.json`` (``fastslow data focus-budgets``; its header names the variations);
 - never focus twice on the same object;
 - where the task description names what to focus on ("focus on the salt water", "focus on the
   thermometer", "focus on the blue box"), the target's head noun phrase must share a word with those
-  phrases or with the task's first sentence (checked against the 106 gold focus actions of 70 episodes,
-  1 variation of each of tasks 0-9 and 3 of each of tasks 10-29: none blocked). Tasks whose target is
-  found by exploring ("find a(n) animal ... focus on the thing", the lifespan tasks) are exempt. Rooms,
-  the agent and the inventory are refused by Gate-1 itself.
+  phrases or with the task's first sentence (checked against the 386 gold focus actions of the 290
+  train variations the focus budgets read, 306 of them outside the exempt tasks: none blocked;
+  ``tests/reflection/test_focus.py`` rechecks 2 train variations of every task). Tasks whose target
+  is found by exploring ("find a(n) animal ... focus on the thing", the lifespan tasks) are exempt.
+  Rooms, the agent and the inventory are refused by Gate-1 itself.
 
 What a focus action targets and how ScienceWorld confirms it (``focus_target``, ``focus_head``,
 ``focus_confirmed``) is ScienceWorld's semantics, defined in ``fastslow.env.semantics``.
@@ -20,7 +22,11 @@ What a focus action targets and how ScienceWorld confirms it (``focus_target``, 
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
 
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import DESCRIPTION_STOPWORDS, FOCUS, focus_confirmed, focus_target
@@ -29,16 +35,8 @@ from fastslow.env.semantics import DESCRIPTION_STOPWORDS, FOCUS, focus_confirmed
 from fastslow.env.semantics import focus_head as focus_head
 from fastslow.env.valid import FOCUS_COUNT
 
-# Focus actions in gold paths (max over the sampled variations). Tasks not listed focus once.
-FOCUS_LIMITS: dict[str, int] = {
-    "chemistry-mix-paint-tertiary-color": 2,
-    "identify-life-stages-1": 5,
-    "identify-life-stages-2": 4,
-    "lifespan-longest-lived-then-shortest-lived": 2,
-    "measure-melting-point-known-substance": 3,
-    "measure-melting-point-unknown-substance": 3,
-    "use-thermometer": 2,
-}
+FOCUS_BUDGETS_FILE = "focus_budgets.json"
+"""The shipped focus budgets, next to the other knowledge files in ``fastslow/env/data``."""
 
 # The focus target is discovered, not named, in these tasks' descriptions.
 OPEN_FOCUS_TASKS = frozenset(
@@ -59,12 +57,26 @@ _FOCUS_PHRASE = re.compile(r"focus on (?:the |a |an )?([^.,]+)")
 _WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
+def focus_budgets_path() -> Path:
+    """Where the shipped focus budgets live (``fastslow data focus-budgets`` writes there by default)."""
+    return Path(str(resources.files("fastslow.env") / "data" / FOCUS_BUDGETS_FILE))
+
+
+@cache
+def focus_budgets() -> dict[str, int]:
+    """Task name -> the most ``focus on`` actions a train gold path of the task takes (the shipped file)."""
+    data = json.loads(focus_budgets_path().read_text(encoding="utf-8"))
+    return {name: int(n) for name, n in data["budgets"].items()}
+
+
 def focus_limit_for(task_name: str, task_description: str = "") -> int:
-    """Focus actions the task needs (1 for most tasks)."""
+    """Focus actions the task needs: the number of things the description says to focus on ("focus on
+    the 3 life stages of the wolf"), else the task's train gold-path budget (``focus_budgets``; 1 for a
+    task the file does not list)."""
     match = _N_STAGES.search(task_description.lower())
     if match:
         return int(match.group(1))
-    return FOCUS_LIMITS.get(task_name, 1)
+    return focus_budgets().get(task_name, 1)
 
 
 def content_words(text: str) -> set[str]:

@@ -24,8 +24,12 @@ from fastslow.env.semantics import (
     FOCUS,
     LIFE_STAGE_TASKS,
     MEASUREMENT_TASKS,
+    FocusObject,
     focus_contents_mismatch,
     focus_head,
+    focus_repeats,
+    focus_target,
+    landed_object,
     life_stage_violation,
     measurement_task,
     measurement_violation,
@@ -40,7 +44,6 @@ from fastslow.reflection.focus import (
     focus_limit_for,
     focus_target_allowed,
     focus_usage,
-    focused_targets,
 )
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 
@@ -106,6 +109,10 @@ class Gate1:
         self.config = config or GateConfig()
         self.sink = sink
         self._index: _ValidIndex | None = None
+        self._traj: Trajectory | None = None
+        self._sent: dict[tuple[int, str], tuple[str, str]] = {}
+        """The look and inventory each focus action was checked in, by (turn index it would become,
+        action): what the object it landed on held then (``landed_foci``)."""
 
     def _valid_index(self, result: StepResult) -> _ValidIndex:
         if self._index is None or self._index.actions is not result.valid_actions:
@@ -273,9 +280,12 @@ class Gate1:
             used, limit = focus_usage(traj, "authors", limit)
             if used >= limit:
                 raise _Drop("focus_limit", f"{used} of {limit} focus actions used")
-        done = focused_targets(traj)
-        if focus_head(target) in done:
-            raise _Drop("repeated_focus", f"already focused on '{target}'")
+        cur = traj.current
+        done = self.landed_foci(traj)
+        self._sent[len(traj.turns), action] = (cur.look, cur.inventory)
+        repeat = focus_repeats(target, cur.look, cur.inventory, done)
+        if repeat is not None:
+            raise _Drop("repeated_focus", f"'{target}' is the {repeat.name}, focused on already")
         if limit is None:
             limit = focus_limit_for(traj.task_name, traj.task_description)
         if len(done) >= limit:
@@ -285,7 +295,6 @@ class Gate1:
             raise _Drop("focus_not_allowed", f"'{target}' is a place, not an object")
         if not focus_target_allowed(traj.task_name, traj.task_description, target):
             raise _Drop("focus_not_allowed", f"'{target}' is not named in the task description")
-        cur = traj.current
         contents = focus_contents_mismatch(target, cur.look, cur.inventory, traj.task_description)
         if contents is not None:
             raise _Drop("focus_not_allowed", f"'{target}' holds {contents}, which the task does not name")
@@ -300,6 +309,22 @@ class Gate1:
             why = measurement_violation(measure, focus_head(target), steps, len(confirmed_foci(traj)))
             if why is not None:
                 raise _Drop("focus_not_allowed", f"measurement task: {why}")
+
+    def landed_foci(self, traj: Trajectory) -> list[FocusObject]:
+        """The distinct objects the confirmed foci of ``traj`` landed on (``env.semantics.landed_object``),
+        each with what it held when Gate-1 let its focus through (unknown for a focus it never saw)."""
+        if traj is not self._traj:
+            self._traj, self._sent = traj, {}
+        objects: list[FocusObject] = []
+        for i, turn in enumerate(traj.turns):
+            target = focus_target(turn.action)
+            if target is None:
+                continue
+            look, inventory = self._sent.get((i, turn.action), ("", ""))
+            landed = landed_object(target, turn.observation, look, inventory)
+            if landed is not None and not any(landed.same(o) for o in objects):
+                objects.append(landed)
+        return objects
 
 
 def _places(traj: Trajectory) -> set[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fastslow.core.trajectory import Trajectory
+from fastslow.vocab import ProcedureRule
 
 
 class MemoryHint(Protocol):
@@ -34,6 +35,10 @@ class Candidate:
     action: str
     score: float
     """Model score of this candidate (higher is better; comparable within one proposal only)."""
+    decided_by: ProcedureRule | None = None
+    """The hand-written rule that put this action in the ranking (a task procedure or a judgement of the
+    safety policy, ``vocab.ProcedureRule``): the step it runs is a ``procedure`` step, even when Swift's
+    model ranked the same action first. None: Swift's model ranked it."""
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,24 @@
-"""``fastslow data substances`` and ``fastslow data paints``: train gold paths replayed into the
-knowledge the judgements read (``env.semantics``: substances for the thermometer tasks, paint recipes
-for the paint tasks; issue #16, knowledge for unseen objects).
+"""``fastslow data substances``, ``paints``, ``circuits`` and ``focus-budgets``: train gold paths read
+into the knowledge files the package ships (``env/data``): substances for the thermometer tasks, paint
+recipes, power sources (read by the judgements in ``env.semantics``) and Gate-1's per-task focus budgets
+(read by ``reflection.focus``).
 
-Only train variations are replayed (dev and test are what the evaluation plays), ``PER_TASK`` of each
-knowledge task spread over its train split (its variations differ by substance); every text a step
-shows (observation, look, inventory) is read for a state word before a name ("liquid chocolate"), and
-every thermometer reading on a substance named with its state bounds that substance's melting point.
+Only train variations are read (dev and test are what the evaluation plays). Every file opens with the
+same provenance (``_provenance``): the command, the split, the tasks and, per task, the train
+variations read, the simplification, ScienceWorld's version and the fastslow commit built from.
+
+Substances: ``PER_TASK`` variations of each knowledge task spread over its train split (its variations
+differ by substance) are replayed; every text a step shows (observation, look, inventory) is read for a
+state word before a name ("liquid chocolate"), and every thermometer reading on a substance named with
+its state bounds that substance's melting point. Paints, circuits and focus budgets need the gold
+action sequence only, nothing is stepped.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from fastslow.core.step import StepResult
@@ -23,10 +29,11 @@ from fastslow.env.semantics import (
     WATER_STATES,
     clean,
     focus_head,
+    focus_target,
     named_states,
     plain_state,
 )
-from fastslow.env.tasks import get_task
+from fastslow.env.tasks import all_tasks, get_task
 from fastslow.env.wrappers import TimeLimit
 
 KNOWLEDGE_TASKS = (0, 1, 9, 20, 21, 22, 29)
@@ -82,16 +89,15 @@ def build_substances(
     per_task: int = PER_TASK,
     simplification: str = "easy",
     progress: Callable[[str], None] | None = None,
+    commit: str | None = None,
 ) -> dict[str, Any]:
     """The knowledge file's content: every substance the replayed train gold paths named, with the
     prefixed states seen and the plain state they leave (``plain_state``)."""
-    import scienceworld
-
+    chosen = {task_id: spread_variations(task_id, per_task) for task_id in tasks}
     seen: dict[str, set[str]] = {}
     readings: dict[str, list[tuple[str, float]]] = {}
     with TimeLimit(ScienceWorldAdapter(simplification=simplification), REPLAY_STEP_LIMIT) as env:
-        for task_id in tasks:
-            variations = spread_variations(task_id, per_task)
+        for task_id, variations in chosen.items():
             for variation in variations:
                 first = env.reset(task_id, variation, gold=True)
                 texts = [first.look]
@@ -124,12 +130,8 @@ def build_substances(
             "melts_at_most": high,
         }
     return {
-        "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "fastslow data substances",
-        "split": "train",
-        "tasks": list(tasks),
+        **_provenance("fastslow data substances", chosen, simplification, commit),
         "per_task": per_task,
-        "simplification": simplification,
-        "scienceworld_version": scienceworld.__version__,
         "substances": substances,
     }
 
@@ -158,28 +160,43 @@ def recipes_of(actions: Sequence[str]) -> dict[str, frozenset[str]]:
     return out
 
 
+def all_train(tasks: Sequence[int]) -> dict[int, list[int]]:
+    """Task -> every train variation of it."""
+    return {task_id: list(get_task(task_id).variations["train"]) for task_id in tasks}
+
+
 def _train_gold_paths(
-    tasks: Sequence[int], simplification: str, progress: Callable[[str], None] | None
-) -> Iterator[tuple[StepResult, tuple[str, ...]]]:
-    """(first state, gold actions) of every train variation of ``tasks``; nothing is stepped."""
+    variations: Mapping[int, Sequence[int]], simplification: str, progress: Callable[[str], None] | None
+) -> Iterator[tuple[int, StepResult, tuple[str, ...]]]:
+    """(task id, first state, gold actions) of the given variations, which must be train ones (raises
+    ``ValueError`` for another: a knowledge file never reads dev or test); nothing is stepped."""
+    for task_id, chosen in variations.items():
+        wrong = [v for v in chosen if get_task(task_id).split_of(v) != "train"]
+        if wrong:
+            raise ValueError(f"task {task_id}: variations {wrong} are not train variations")
     with ScienceWorldAdapter(simplification=simplification) as env:
-        for task_id in tasks:
-            variations = get_task(task_id).variations["train"]
-            for variation in variations:
+        for task_id, chosen in variations.items():
+            for variation in chosen:
                 first = env.reset(task_id, variation, gold=True)
-                yield first, env.gold_actions
+                yield task_id, first, env.gold_actions
             if progress is not None:
-                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(variations)} train variations")
+                progress(f"task {task_id:2d} {get_task(task_id).name}: {len(chosen)} train variations")
 
 
-def _provenance(command: str, tasks: Sequence[int], simplification: str) -> dict[str, Any]:
-    """What a knowledge file says of its making (the command, train split, tasks, ScienceWorld)."""
+def _provenance(
+    command: str, variations: Mapping[int, Sequence[int]], simplification: str, commit: str | None
+) -> dict[str, Any]:
+    """What a knowledge file says of its making: the command, the split, the tasks, per task the train
+    variations read (keys are task ids as strings, as JSON writes them), the simplification,
+    ScienceWorld's version and the fastslow commit the command ran from (None when not known)."""
     import scienceworld
 
     return {
         "generated_by": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else command,
+        "commit": commit,
         "split": "train",
-        "tasks": list(tasks),
+        "tasks": list(variations),
+        "variations": {str(task_id): list(chosen) for task_id, chosen in variations.items()},
         "simplification": simplification,
         "scienceworld_version": scienceworld.__version__,
     }
@@ -189,16 +206,18 @@ def build_paints(
     tasks: Sequence[int] = PAINT_TASK_IDS,
     simplification: str = "easy",
     progress: Callable[[str], None] | None = None,
+    commit: str | None = None,
 ) -> dict[str, Any]:
     """The paint knowledge file's content: the recipe of every secondary colour the gold paths of all
     train variations of the paint tasks mix, and the primaries (colours poured, never mixed)."""
+    chosen = all_train(tasks)
     recipes: dict[str, frozenset[str]] = {}
     poured: set[str] = set()
-    for _, actions in _train_gold_paths(tasks, simplification, progress):
+    for _, _, actions in _train_gold_paths(chosen, simplification, progress):
         recipes.update(recipes_of(actions))
         poured.update(m.group(1) for a in actions if (m := _POURED.search(a)))
     return {
-        **_provenance("fastslow data paints", tasks, simplification),
+        **_provenance("fastslow data paints", chosen, simplification, commit),
         "secondaries": {colour: sorted(pair) for colour, pair in sorted(recipes.items())},
         "primaries": sorted(poured - set(recipes)),
     }
@@ -232,13 +251,15 @@ def build_circuits(
     tasks: Sequence[int] = POWER_TASK_IDS,
     simplification: str = "easy",
     progress: Callable[[str], None] | None = None,
+    commit: str | None = None,
 ) -> dict[str, Any]:
     """The circuit knowledge file's content: every power source the gold paths of all train variations
     of the power tasks wire, renewable or not (as the renewable task says), and the room they wire it in."""
     from fastslow.env.semantics import room_called
 
+    chosen = all_train(tasks)
     sources: dict[str, dict[str, Any]] = {}
-    for first, actions in _train_gold_paths(tasks, simplification, progress):
+    for _, first, actions in _train_gold_paths(chosen, simplification, progress):
         for source, entry in sources_of(first.task_description, actions, room_called(first.look)).items():
             known = sources.setdefault(source, {"renewable": None, **entry})
             known["activate"] = bool(known.get("activate")) or entry["activate"]
@@ -246,6 +267,39 @@ def build_circuits(
                 known["renewable"] = entry["renewable"]
                 known["room"] = entry["room"]
     return {
-        **_provenance("fastslow data circuits", tasks, simplification),
+        **_provenance("fastslow data circuits", chosen, simplification, commit),
         "sources": dict(sorted(sources.items())),
+    }
+
+
+FOCUS_PER_TASK = 10
+"""Train variations whose gold paths the focus budgets read per task, spread over its train split (all
+of a task with fewer). ScienceWorld generates a gold path in 0.1-10 s (mendelian genetics the slowest):
+all 3,592 train variations would take over an hour, these 290 about 10 minutes."""
+
+
+def focus_count(actions: Sequence[str]) -> int:
+    """The number of ``focus on`` actions in an action sequence."""
+    return sum(1 for action in actions if focus_target(action) is not None)
+
+
+def build_focus_budgets(
+    tasks: Sequence[int] | None = None,
+    per_task: int = FOCUS_PER_TASK,
+    simplification: str = "easy",
+    progress: Callable[[str], None] | None = None,
+    commit: str | None = None,
+) -> dict[str, Any]:
+    """The focus-budget file's content for ``tasks`` (default: all 30): per task name, the most ``focus
+    on`` actions one gold path of its read train variations takes (``spread_variations``)."""
+    ids = list(tasks) if tasks is not None else [t.task_id for t in all_tasks()]
+    chosen = {task_id: spread_variations(task_id, per_task) for task_id in ids}
+    budgets: dict[str, int] = {get_task(task_id).name: 0 for task_id in ids}
+    for task_id, _, actions in _train_gold_paths(chosen, simplification, progress):
+        name = get_task(task_id).name
+        budgets[name] = max(budgets[name], focus_count(actions))
+    return {
+        **_provenance("fastslow data focus-budgets", chosen, simplification, commit),
+        "per_task": per_task,
+        "budgets": budgets,
     }

@@ -4,13 +4,16 @@ SwiftSage's Swift never acts without Sage watching it; a Swift-only agent needs 
 own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
 
 - **No-effect rule**: an action whose last execution changed nothing (no reward, same look and
-  inventory) is not repeated until the state changes. Waiting is exempt (time passes).
+  inventory) is not repeated until the state changes. Waiting is exempt (time passes). An action a
+  later check refused (SRM's Gate-1 drop, reported through the controller's hooks: ``refused``) is
+  not proposed again in that state either, by the ranking, a judgement or a procedure.
 - **Loop penalty**: every execution of an action in the last ``window`` steps lowers its score by
   ``repeat_penalty``, so the agent does not oscillate between two states.
 - **Focus rule**: ``focus on X`` ends the episode with -100 when X is wrong, so Swift may focus only
   on an object whose words all appear in the task description or among the objects gold paths of
   this task focused on in training (only the former in tasks whose gold target is always named),
-  never on a room, never twice on the same thing, never by answering an ambiguity prompt, and never on
+  never on a room, never twice on the same object (the same referent with the same contents:
+  ``env.semantics.focus_repeats``, as Gate-1), never by answering an ambiguity prompt, and never on
   a container's contents the task does not name ("substance in metal pot" holding water when the task
   boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too), and in the
   life-stages tasks only on the earliest stage left (``env.semantics.life_stage_violation``, Gate-1 too).
@@ -44,12 +47,15 @@ from fastslow.env.semantics import (
     MEASUREMENT_TASKS,
     PAINT_TASKS,
     POWER_TASKS,
+    FocusObject,
     Measurement,
     focus_confirmed,
     focus_contents_mismatch,
     focus_head,
+    focus_repeats,
     grow_task,
     incline_task,
+    landed_object,
     life_stage,
     life_stage_violation,
     matter_task,
@@ -71,12 +77,25 @@ from fastslow.swift.grow import grow_step
 from fastslow.swift.incline import incline_choice, incline_step
 from fastslow.swift.matter import matter_step
 from fastslow.swift.paint import paint_step
+from fastslow.vocab import ProcedureRule
 
 _EXEMPT_PREFIXES = ("wait",)
 PROCEDURE_TASKS = MATTER_TASKS | PAINT_TASKS | INCLINE_TASKS | GROW_TASKS | POWER_TASKS
 """Tasks whose next step a procedure proposes (``SafetyPolicy.procedures``)."""
 NAMED_ONLY = "<named-only>"
 """Marker in a task's focus words: its gold focus target is always named in the task description."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """An action hand-written task logic decided, and the rule that decided it (``SafetyPolicy.judged``)."""
+
+    action: str
+    rule: ProcedureRule
+
+
+def _judged(action: str | None, rule: ProcedureRule) -> Judged | None:
+    return Judged(action, rule) if action is not None else None
 
 
 @dataclass
@@ -92,6 +111,14 @@ class SafetyPolicy:
     _blocked: dict[str, tuple[str, str]] = field(default_factory=dict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=50))
     _focused: set[str] = field(default_factory=set)
+    """The targets of every focus sent, as written (the life-stages judgement counts them)."""
+    _landed: list[FocusObject] = field(default_factory=list)
+    """The objects the confirmed foci landed on, with what they held then (never focused on again)."""
+    _missed: set[str] = field(default_factory=set)
+    """Focus targets sent that ScienceWorld did not confirm (ambiguous, unknown): not sent again."""
+    _refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Actions a later check (SRM's Gate-1) refused, with the look and inventory of the state it
+    refused them in: not proposed again until the state changes (``refused``)."""
     _steps: list[tuple[str, str]] = field(default_factory=list)
     """Every executed (action, observation) of the episode (the measurement judgement reads them)."""
     _looks: list[str] = field(default_factory=list)
@@ -103,9 +130,22 @@ class SafetyPolicy:
         self._blocked.clear()
         self._recent.clear()
         self._focused.clear()
+        self._landed.clear()
+        self._missed.clear()
+        self._refused.clear()
         self._steps.clear()
         self._rooms.clear()
         self._looks.clear()
+
+    def refused(self, action: str, current: StepResult) -> None:
+        """A later check (SRM's Gate-1) refused ``action`` in the state ``current``: neither the ranking
+        nor a judgement or procedure proposes it again until the look or the inventory changes, as
+        with an action that changed nothing (the refusal would be the same)."""
+        self._refused[action] = (current.look, current.inventory)
+
+    def _held(self, action: str, fingerprint: tuple[str, str]) -> bool:
+        """Not to be proposed in the state ``fingerprint``: it changed nothing there, or was refused."""
+        return self._blocked.get(action) == fingerprint or self._refused.get(action) == fingerprint
 
     def _measurement(self, task_name: str, task_description: str) -> Measurement | None:
         return measurement_task(task_description) if task_name in MEASUREMENT_TASKS else None
@@ -133,8 +173,10 @@ class SafetyPolicy:
         current: StepResult | None = None,
     ) -> bool:
         target = action[len("focus on ") :]
-        if target in self._focused:
+        if target in self._missed or (current is None and target in self._focused):
             return False
+        if current is not None and focus_repeats(target, current.look, current.inventory, self._landed):
+            return False  # the same object (its contents included) was focused on already
         if current is not None and focus_contents_mismatch(
             target, current.look, current.inventory, task_description
         ):
@@ -165,13 +207,18 @@ class SafetyPolicy:
         return bool(needed) and all(w in allowed for w in needed)
 
     def judgement(self, current: StepResult, task_name: str) -> str | None:
+        """The action of ``judged``, without its rule."""
+        judged = self.judged(current, task_name)
+        return judged.action if judged is not None else None
+
+    def judged(self, current: StepResult, task_name: str) -> Judged | None:
         """A step training cannot imitate for unseen objects, decided by rule: in the life-stages tasks,
         the focus on the earliest stage left of the task's organism when it is valid now (the lowest
         stage first; ``env.semantics.life_stage_violation`` decides, as Gate-1 does); in the thermometer
         tasks, the task's next step (``_measurement_step``); in the matter tasks (boil, melt, freeze,
         change the state), the paint, the inclined-plane, the grow-plant and the power-component tasks,
         their procedure's next step (``swift.matter``, ``swift.paint``, ``swift.incline``,
-        ``swift.grow``, ``swift.circuit``). None otherwise."""
+        ``swift.grow``, ``swift.circuit``). None otherwise; with the rule that decided it."""
         if not self.focus_rule:
             return None
         fingerprint = (current.look, current.inventory)
@@ -181,16 +228,18 @@ class SafetyPolicy:
             landed = [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")]
 
             def fresh(action: str) -> bool:
-                return self._blocked.get(action) != fingerprint
+                return not self._held(action, fingerprint)
 
-            return self._procedure_step(current, task_name, landed, fresh)
+            step = self._procedure_step(current, task_name, landed, fresh)
+            # the procedures that take no ``fresh`` (incline, circuit): a refused step steps aside too
+            return None if step is not None and self._refused.get(step.action) == fingerprint else step
         measure = self._measurement(task_name, current.task_description)
         if measure is not None:
             decided = self._measurement_step(measure, current)
             # a judged action that changed nothing here is not repeated (the no-effect rule): a focus
             # on orange juice in a closed fridge is in the valid list but unknown to ScienceWorld
-            blocked = decided is not None and self._blocked.get(decided) == fingerprint
-            return None if blocked else decided
+            blocked = decided is not None and self._held(decided, fingerprint)
+            return None if blocked else _judged(decided, "judgement:thermometer")
         if task_name not in LIFE_STAGE_TASKS:
             return None
         rooms = teleport_targets(current.valid_actions)
@@ -198,29 +247,34 @@ class SafetyPolicy:
             a
             for a in current.valid_actions
             if a.startswith("focus on ")
+            and self._refused.get(a) != fingerprint
             and self.focus_allowed(a, task_name, current.task_description, rooms, current)
         ]
-        return min(
+        earliest = min(
             allowed,
             key=lambda a: (life_stage(a[len("focus on ") :], current.look) or 0, len(a)),
             default=None,
         )
+        return _judged(earliest, "judgement:life-stages")
 
     def _procedure_step(
         self, current: StepResult, task_name: str, landed: list[str], fresh: Callable[[str], bool]
-    ) -> str | None:
+    ) -> Judged | None:
         """The next step of the task's procedure (``PROCEDURE_TASKS``), or None: it steps aside."""
         description = current.task_description
         if task_name in MATTER_TASKS and (matter := matter_task(description)) is not None:
-            return matter_step(matter, current, self._steps, self._looks, landed, self._rooms, fresh)
+            step = matter_step(matter, current, self._steps, self._looks, landed, self._rooms, fresh)
+            return _judged(step, "procedure:matter")
         if task_name in PAINT_TASKS and (paint := paint_task(description)) is not None:
-            return paint_step(paint, current, self._steps, landed, self._rooms, fresh)
+            return _judged(
+                paint_step(paint, current, self._steps, landed, self._rooms, fresh), "procedure:paint"
+            )
         if task_name in INCLINE_TASKS and (incline := incline_task(description)) is not None:
-            return incline_step(incline, current, self._steps)
+            return _judged(incline_step(incline, current, self._steps), "procedure:incline")
         if task_name in GROW_TASKS and (grow := grow_task(description)) is not None:
-            return grow_step(grow, current, landed, fresh)
+            return _judged(grow_step(grow, current, landed, fresh), "procedure:grow")
         if task_name in POWER_TASKS and (power := power_task(description)) is not None:
-            return circuit_step(power, current, self._steps)
+            return _judged(circuit_step(power, current, self._steps), "procedure:circuit")
         return None
 
     def _measurement_step(self, measure: Measurement, current: StepResult) -> str | None:
@@ -291,7 +345,7 @@ class SafetyPolicy:
                     and measurement_violation(measure, box, self._steps, self._foci(), placing=True)
                     is not None
                 )
-                or self._blocked.get(action) == fingerprint
+                or self._held(action, fingerprint)
                 or (
                     self.focus_rule
                     and action.startswith("focus on")
@@ -310,7 +364,13 @@ class SafetyPolicy:
         self._looks.append(after.look)
         self._steps.append((action, after.observation))
         if action.startswith("focus on "):
-            self._focused.add(action[len("focus on ") :])
+            target = action[len("focus on ") :]
+            self._focused.add(target)
+            landed = landed_object(target, after.observation, before.look, before.inventory)
+            if landed is None:
+                self._missed.add(target)
+            elif not any(landed.same(o) for o in self._landed):
+                self._landed.append(landed)
         unchanged = before.look == after.look and before.inventory == after.inventory
         if after.reward == 0 and unchanged and not action.startswith(_EXEMPT_PREFIXES):
             self._blocked[action] = (after.look, after.inventory)

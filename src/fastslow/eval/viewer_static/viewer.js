@@ -150,6 +150,11 @@
       ["errors", link(listHref(i, { outcome: "error" }), col("errors"))],
     ];
     card.appendChild(table(cells.map((c) => c[0]), [el("tr", { class: "main-row" }, cells.map((c) => td(c[1], "num")))]));
+    const shares = Object.entries(run.step_shares || {});
+    if (shares.length) {
+      card.appendChild(el("p", { class: "shares", id: "shares-" + i }, "steps by source: ",
+        shares.map(([s, v]) => [link(listHref(i, { from: s }), el("span", { class: "src src-" + s, "data-source": s }, s + " " + pct(v))), " "])));
+    }
     const groups = Object.entries(run.groups).map(([g, v]) =>
       el("tr", {}, td(link(listHref(i, { group: g }), g)), td(fmt(v.score), "num"), td(fmt(v.strict), "num"), td(link(listHref(i, { group: g }), v.episodes), "num")));
     card.appendChild(el("details", {}, el("summary", {}, "by length group"), table(["group", "score (paper)", "strict", "episodes"], groups)));
@@ -184,6 +189,8 @@
       app.appendChild(el("h1", {}, run.name + ": episodes"));
       const tasks = [...new Map(eps.filter((e) => e.task_id !== null).map((e) => [e.task_id, e.task_name])).entries()].sort((a, b) => a[0] - b[0]);
       const sources = [...new Set(eps.map((e) => e.last_source).filter((s) => s))].sort();
+      // sources with steps in some episode, in the vocabulary's order (swift, procedure, fallback, ...)
+      const stepSources = CONFIG.sources.filter((s) => eps.some((e) => (e.sources || {})[s]));
       const pick = (name, label, options) => {
         const s = el("select", { id: "f-" + name, name: name }, el("option", { value: "" }, "any"),
           options.map((o) => el("option", { value: o[0] }, o[1])));
@@ -200,10 +207,12 @@
         pick("group", "group", ["short", "medium", "long"].map((g) => [g, g])),
         pick("outcome", "outcome", CONFIG.outcomes.map((o) => [o, o === "failure" ? "-100 failure" : o.replace("_", " ")])),
         pick("source", "source of the last action", sources.map((s) => [s, s])),
+        pick("from", "has steps from", stepSources.map((s) => [s, s])),
         pick("mechanism", "mechanism", Object.entries(CONFIG.mechanisms))));
       const shown = eps.filter((e) =>
         (!q.task || String(e.task_id) === q.task) && (!q.group || e.group === q.group) &&
         (!q.outcome || e.outcome === q.outcome) && (!q.source || e.last_source === q.source) &&
+        (!q.from || ((e.sources || {})[q.from] || 0) > 0) &&
         (!q.mechanism || (e.mechanisms[q.mechanism] || 0) > 0));
       app.appendChild(el("p", { class: "muted", id: "count" }, shown.length + " of " + eps.length + " episodes"));
       const bad = eps.filter((e) => e.problem);
@@ -217,10 +226,14 @@
         td(fmt(e.score, 0), "num"), td(fmt(e.score_strict, 0), "num"),
         td(el("span", { class: "o-" + e.outcome, title: e.problem || null }, e.outcome === "failure" ? "-100" : e.outcome)), td(fmt(e.steps, 0), "num"),
         td(el("span", { class: "src src-" + e.last_source }, e.last_source)),
+        td(sourceCounts(e.sources || {}), "sources"),
         td(e.problem ? el("span", { class: "problem" }, e.problem) :
           Object.entries(e.mechanisms).map(([k, v]) => el("span", { class: "badge", title: CONFIG.mechanisms[k] }, k + " " + v)))));
-      app.appendChild(table(["episode", "task", "variation", "seed", "score (paper)", "strict", "outcome", "steps", "last source", "mechanisms"], rows, { id: "episodes" }));
+      app.appendChild(table(["episode", "task", "variation", "seed", "score (paper)", "strict", "outcome", "steps", "last source", "step sources", "mechanisms"], rows, { id: "episodes" }));
     });
+  }
+  function sourceCounts(counts) {
+    return CONFIG.sources.filter((s) => counts[s]).map((s) => el("span", { class: "src src-" + s, "data-source": s }, s + " " + counts[s] + " "));
   }
 
   // ---- one episode ------------------------------------------------------------------------------
@@ -263,8 +276,8 @@
     });
   }
   function legend() {
-    return el("p", { class: "legend muted" }, ["swift", "sage", "critic", "fallback"].map((s) => el("span", { class: "src src-" + s }, "▌" + s)),
-      "source of each action (buffer actions are Sage's or the Critic's)");
+    return el("p", { class: "legend muted", id: "legend" }, ["swift", "procedure", "fallback", "sage", "critic"].map((s) => el("span", { class: "src src-" + s }, "▌" + s + " ")),
+      "source of each action: the learned Swift, a hand-written task procedure (its rule is the step's reason), the controller's fallback, the buffer (Sage's or the Critic's actions)");
   }
   function focusStep(step) {
     if (step === null || step === undefined) return;
