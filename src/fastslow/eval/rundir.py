@@ -80,6 +80,7 @@ REPORT_FILES = (
             "paper_counters",
             "mechanisms",
             "usage",
+            "step_shares",
             "seeds",
         )
     ),
