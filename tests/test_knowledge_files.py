@@ -1,4 +1,5 @@
-"""Every knowledge file the package ships (``env/data``: built from ScienceWorld's gold paths) names, in
+"""Every knowledge file the package ships (``env/data`` and the task logic's ``procedures/data``: built
+from ScienceWorld's gold paths) names, in
 its provenance header, the variations it was built from, and they are all train variations: dev and
 test are what the evaluation plays. (The packaged imitation model's episodes are checked in
 tests/swift/test_data.py.)"""
@@ -15,7 +16,17 @@ import pytest
 from fastslow.env.tasks import get_task
 
 DATA = Path(str(resources.files("fastslow.env") / "data"))
+PROCEDURES_DATA = Path(str(resources.files("fastslow.procedures") / "data"))
+"""The hand-written task logic's knowledge files (``fastslow.procedures``)."""
 KNOWLEDGE_FILES = ("circuits.json", "focus_budgets.json", "paints.json", "sage_demos.json", "substances.json")
+ENV_FILES = ("sage_demos.json",)
+"""The knowledge files in ``env/data``; the others are in ``procedures/data``."""
+
+
+def _path(name: str) -> Path:
+    return (DATA if name in ENV_FILES else PROCEDURES_DATA) / name
+
+
 TASK_TABLE = "tasks.json"
 """Not a knowledge file: the split table itself (which variation is train, dev or test), written by
 ``fastslow data tasks``; its gold-path lengths of test variations group tasks in reports, and no agent
@@ -47,12 +58,13 @@ def provenance_faults(data: dict[str, Any]) -> list[str]:
 
 def test_every_packaged_data_file_is_a_knowledge_file_or_the_task_table() -> None:
     """A new data file must be classified here, so it cannot ship unchecked."""
-    assert {p.name for p in DATA.iterdir() if p.is_file()} == {*KNOWLEDGE_FILES, TASK_TABLE}
+    assert {p.name for p in DATA.iterdir() if p.is_file()} == {*ENV_FILES, TASK_TABLE}
+    assert {p.name for p in PROCEDURES_DATA.iterdir() if p.is_file()} == set(KNOWLEDGE_FILES) - set(ENV_FILES)
 
 
 @pytest.mark.parametrize("name", KNOWLEDGE_FILES)
 def test_a_knowledge_file_names_only_train_variations(name: str) -> None:
-    data = json.loads((DATA / name).read_text(encoding="utf-8"))
+    data = json.loads(_path(name).read_text(encoding="utf-8"))
     assert provenance_faults(data) == []
 
 
@@ -74,7 +86,7 @@ def test_a_provenance_without_its_variations_or_with_a_test_one_fails() -> None:
 
 
 def test_the_builders_read_no_dev_or_test_gold_path() -> None:
-    from fastslow.swift.knowledge import _train_gold_paths
+    from fastslow.procedures.knowledge import _train_gold_paths
 
     for split in ("dev", "test"):
         variation = get_task(4).variations[split][0]

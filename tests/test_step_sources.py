@@ -17,7 +17,7 @@ import pytest
 from fastslow.build import make_agent
 from fastslow.config import load_config
 from fastslow.controller.controller import Chosen
-from fastslow.controller.hooks import PolicyHook, ProposalTurn
+from fastslow.controller.hooks import PolicyHook, ProcedureHook, ProposalTurn
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -26,6 +26,7 @@ from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import load_run, write_report
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, ListSink
+from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.swift import make_policy, make_proposer
 from fastslow.swift.base import Candidate, Proposal
 from fastslow.view.data import open_runs
@@ -104,13 +105,10 @@ def test_procedure_steps_name_their_rule(run: Path) -> None:
     assert {s["reason"] for s in steps if s["source"] == "swift"} == {"swift top"}
 
 
-@pytest.mark.parametrize("off", ["swift.procedures=false", "swift.focus_rule=false"])
-def test_no_procedure_step_with_the_task_logic_off(env: ScienceWorldAdapter, off: str) -> None:
-    """``swift.focus_rule=false`` turns every task procedure and judgement off; ``swift.procedures=false``
-    the task procedures (the paint task's here; the judgements are not procedures of a task family)."""
-    config = load_config("swift-only", [*STEP_LIMIT, off])
-    episodes = [PAINT, LIFE] if off == "swift.focus_rule=false" else [PAINT]
-    for episode in episodes:
+def test_no_procedure_step_with_the_task_logic_off(env: ScienceWorldAdapter) -> None:
+    """``procedures.enabled=false`` turns every task procedure and judgement off."""
+    config = load_config("swift-only", [*STEP_LIMIT, "procedures.enabled=false"])
+    for episode in [PAINT, LIFE]:
         sink = ListSink()
         run_episode(env, make_agent(config), episode, config, sink)
         steps = [e for e in sink.events if isinstance(e, EnvStep)]
@@ -123,15 +121,16 @@ def test_a_procedure_action_swift_ranked_first_too_is_still_the_procedures(env: 
     config = load_config("swift-only")
     first = env.reset(PAINT.task_id, PAINT.variation)
     name = get_task(PAINT.task_id).name
-    judged = make_policy(config.swift).judged(first, name)
+    policy = make_policy(config.swift)
+    judged = TaskLogic().judged(first, name, general_focus_check(policy.focus_allowed, name))
     assert judged is not None and judged.rule == "procedure:paint"
-    hook = PolicyHook(make_policy(config.swift))
+    hooks = [PolicyHook(policy), ProcedureHook(TaskLogic(), policy)]
     traj = Trajectory(PAINT.task_id, name, PAINT.variation, first.task_description, first)
     others = [a for a in first.valid_actions if a != judged.action][:2]
     swift_top = Proposal(
         (Candidate(judged.action, 9.0), *(Candidate(a, 1.0) for a in others)), confidence=0.9
     )
-    turn = ProposalTurn(make_proposer(config.swift), traj, first, [hook], lambda p: False)
+    turn = ProposalTurn(make_proposer(config.swift), traj, first, hooks, lambda p: False)
     ranked, note = turn.run(swift_top)
     top = ranked.candidates[0]
     assert (top.action, top.decided_by, note) == (judged.action, "procedure:paint", "")

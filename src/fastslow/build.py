@@ -1,7 +1,8 @@
 """Assemble an agent from a run configuration (paper §3-§4: the four configurations are config diffs).
 
 The one place that knows every component: it picks the Swift proposer, the Sage and Critic models, and
-the module hooks the config switches on (``amm:``, ``srm:`` + ``critic:``, ``controller.swift_policy``),
+the module hooks the config switches on (``amm:``, ``srm:`` + ``critic:``, ``controller.swift_policy``,
+``procedures:``: the hand-written task logic, its hook and the task-specific focus rules SRM receives),
 and hands them to the controller, which knows none of them by name. Tests build agents here too,
 injecting what the real run would load (a scripted Sage, a scripted Swift, a store with known records).
 """
@@ -18,6 +19,8 @@ from fastslow.memory.stores import BulkStore
 from fastslow.models import ChatModel, make_model
 from fastslow.models.breaker import guard
 from fastslow.models.config import ModelConfig
+from fastslow.procedures.focus import TaskFocusRules
+from fastslow.procedures.logic import TaskLogic
 from fastslow.swift.base import Proposer
 
 
@@ -85,17 +88,25 @@ def build_swiftsage(
     amm = None
     if config.amm.enabled:
         amm = Amm(config.amm, store) if store is not None else process_amm(config.amm)
+    procedures = config.procedures.enabled
     modules = Modules(
         srm=srm if srm.enabled else None,
         critic=config.critic,
         amm=amm,
         critic_model=critic_model,
         policy=make_policy(config.swift) if ctl.swift_policy else None,
+        # The task logic proposes through the policy's ranking (it needs the policy's focus rule).
+        procedures=TaskLogic() if procedures and ctl.swift_policy else None,
+        focus_judge=TaskFocusRules() if procedures else None,
         warmup=ctl.warmup,
         markers=tuple(config.env.failure_markers),
     )
     if swift is None:
-        swift = make_proposer(config.swift, top_k=config.swift.rerank_pool if ctl.swift_policy else None)
+        swift = make_proposer(
+            config.swift,
+            top_k=config.swift.rerank_pool if ctl.swift_policy else None,
+            box_features=procedures,
+        )
     return SwiftSageAgent(
         swift,
         sage,

@@ -427,7 +427,7 @@ def bench_swift_cmd(
     from fastslow.swift import make_policy, make_proposer
 
     cfg = _config(config, override)
-    proposer = make_proposer(cfg.swift, top_k=cfg.swift.rerank_pool)
+    proposer = make_proposer(cfg.swift, top_k=cfg.swift.rerank_pool, box_features=cfg.procedures.enabled)
     result = bench_swift(proposer, make_policy(cfg.swift), n_actions=actions, decisions=decisions)
     console.print(
         f"{result['proposer']}: {result['decisions']} decisions at {result['valid_actions']} valid actions: "
@@ -554,9 +554,9 @@ def data_substances(
 ) -> None:
     """Replay train gold paths into what each substance is at room temperature (the thermometer judgement)."""
     from fastslow.env.episodes import parse_int_ranges
-    from fastslow.env.semantics import substances_path
     from fastslow.eval.runner import git_commit
-    from fastslow.swift.knowledge import KNOWLEDGE_TASKS, build_substances
+    from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, build_substances
+    from fastslow.procedures.tasks import substances_path
 
     if per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task})")
@@ -579,9 +579,9 @@ def data_paints(
 ) -> None:
     """Read the gold paths of every train variation of the paint tasks into which primaries make which
     secondary colour (the paint judgement)."""
-    from fastslow.env.semantics import paints_path
     from fastslow.eval.runner import git_commit
-    from fastslow.swift.knowledge import build_paints
+    from fastslow.procedures.knowledge import build_paints
+    from fastslow.procedures.tasks import paints_path
 
     target = _knowledge_target(out, paints_path())
     data = build_paints(progress=lambda line: console.print(line, highlight=False), commit=git_commit())
@@ -598,9 +598,9 @@ def data_circuits(
 ) -> None:
     """Read the gold paths of every train variation of the power tasks into which power sources are
     renewable and where they are wired (the circuit judgement)."""
-    from fastslow.env.semantics import circuits_path
     from fastslow.eval.runner import git_commit
-    from fastslow.swift.knowledge import build_circuits
+    from fastslow.procedures.knowledge import build_circuits
+    from fastslow.procedures.tasks import circuits_path
 
     target = _knowledge_target(out, circuits_path())
     data = build_circuits(progress=lambda line: console.print(line, highlight=False), commit=git_commit())
@@ -623,8 +623,8 @@ def data_focus_budgets(
     path takes)."""
     from fastslow.env.episodes import parse_int_ranges
     from fastslow.eval.runner import git_commit
-    from fastslow.reflection.focus import focus_budgets_path
-    from fastslow.swift.knowledge import build_focus_budgets
+    from fastslow.procedures.focus import focus_budgets_path
+    from fastslow.procedures.knowledge import build_focus_budgets
 
     if per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task})")

@@ -21,6 +21,7 @@ from fastslow.env.config import EnvConfig
 from fastslow.errors import UsageError
 from fastslow.memory.config import AmmConfig
 from fastslow.models.config import ModelConfig
+from fastslow.procedures.config import ProceduresConfig
 from fastslow.redact import is_secret_key, redact_data, wants_secrets
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.strict import StrictModel
@@ -60,6 +61,9 @@ class RunConfig(StrictModel):
     """Critic (SRM reflection) settings."""
     swift: SwiftConfig = SwiftConfig()
     """Swift (fast proposer) settings."""
+    procedures: ProceduresConfig = ProceduresConfig()
+    """Hand-written task logic (task procedures, judgements, Gate-1's task-specific focus rules);
+    off unless ``procedures.enabled``."""
     srm: SrmConfig = SrmConfig()
     """SRM (Gate-1, stagnation detector, Critic switch) settings."""
     controller: ControllerConfig = ControllerConfig()

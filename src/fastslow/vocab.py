@@ -103,7 +103,7 @@ ProcedureRule = Literal[
     "judgement:life-stages",
     "judgement:thermometer",
 ]
-"""The hand-written rule that decided a ``procedure`` step (``swift.policy.SafetyPolicy.judged``): a task
-procedure (``swift.matter``, ``swift.paint``, ``swift.incline``, ``swift.grow``, ``swift.circuit``) or a
-judgement (the life-stages order, the thermometer tasks' measurement)."""
+"""The hand-written rule that decided a ``procedure`` step (``procedures.logic.TaskLogic.judged``): a
+task procedure (``procedures.matter``, ``procedures.paint``, ``procedures.incline``, ``procedures.grow``,
+``procedures.circuit``) or a judgement (the life-stages order, the thermometer tasks' measurement)."""
 PROCEDURE_RULES: tuple[ProcedureRule, ...] = get_args(ProcedureRule)

@@ -81,7 +81,7 @@ def test_swift_srm_never_focuses_by_answering_an_ambiguous_focus() -> None:
     used to end at -100 on exactly that). A fresh JVM: ScienceWorld names the paints differently after
     a second reset of the same variation, and only the first lists "focus on paint"."""
     # the paint procedure would mix and focus by itself: this test is about the scripted Swift's digits
-    config = load_config("swift-srm", ["env.step_limit=6", "swift.procedures=false"])
+    config = load_config("swift-srm", ["env.step_limit=6", "procedures.enabled=false"])
     plan = [*PREFIX, "focus on paint"]
     agent = build_swiftsage(
         config, swift=ScriptedSwift(lambda traj: plan[len(traj.turns) : len(traj.turns) + 1] or ["0", "1"])

@@ -15,6 +15,7 @@ from fastslow.events import ListSink, StagnationReport
 from fastslow.models import estimate_tokens
 from fastslow.models.local_backend import default_gguf
 from fastslow.models.scripted import ScriptedModel
+from fastslow.procedures.focus import TaskFocusRules
 from fastslow.reflection.config import GateConfig, StagnationConfig
 from fastslow.reflection.critic import (
     Critic,
@@ -74,14 +75,15 @@ def test_the_papers_fifth_signal_the_invalid_loop_is_kept(env: ScienceWorldAdapt
 def test_the_authors_focus_budget_counts_every_executed_focus(env: ScienceWorldAdapter) -> None:
     """Chemistry-mix allows one focus (their ``focus_on_count``). A focus ScienceWorld does not know
     still counts for the authors: Gate-1 then drops a valid focus for the budget; fastslow's budget
-    counts confirmed focuses only and drops it for another reason (the picture is not the task's)."""
+    counts confirmed focuses only and, with the task logic's focus rules (``procedures.enabled``), drops
+    it for another reason (the picture is not the task's)."""
     traj = start(env)
     act(env, traj, "focus on unicorn")
     assert traj.current.observation == "No known action matches that input."
     assert focus_usage(traj, "authors") == (1, FOCUS_COUNT[2]) == (1, 1)
     assert focus_usage(traj, "gold")[0] == 0
     authors = Gate1(GateConfig(focus_budget="authors")).check("focus on picture", traj.current, traj)
-    ours = Gate1(GateConfig()).check("focus on picture", traj.current, traj)
+    ours = Gate1(GateConfig(), judge=TaskFocusRules()).check("focus on picture", traj.current, traj)
     assert (authors.accepted, authors.reason) == (False, "focus_limit")
     assert (ours.accepted, ours.reason) == (False, "focus_not_allowed")
 

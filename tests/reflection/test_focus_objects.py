@@ -14,19 +14,24 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from fastslow.controller.hooks import LoopHook, PolicyHook, ProposalTurn, SrmHook, StepDone
+from fastslow.controller.hooks import LoopHook, PolicyHook, ProcedureHook, ProposalTurn, SrmHook, StepDone
 from fastslow.controller.resolver import Resolver
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import focus_head, focus_object
 from fastslow.events import GateDecision, GateOutcome, ListSink
+from fastslow.procedures.focus import TaskFocusRules
+from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.reflection.config import CriticConfig, GateConfig, SrmConfig
 from fastslow.reflection.gate import Gate1
 from fastslow.reflection.srm import Srm
 from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.policy import SafetyPolicy
 from reflection.helpers import act, new_trajectory
+
+RULES = TaskFocusRules()
+"""The task-specific focus rules the shipped configurations give Gate-1 (``procedures.enabled``)."""
 
 TASK, VARIATION = 4, 24  # chemistry-mix-paint-tertiary-color, a dev variation
 FIRST_FOCUS = "focus on paint in cup containing violet paint"
@@ -94,12 +99,15 @@ class Played:
     """Every executed step: (state before, action, state after)."""
     after_first_focus: StepResult
 
-    def policy_hook(self) -> PolicyHook:
-        """The safety policy's hook, fed the route's steps as the controller feeds it."""
-        hook = PolicyHook(SafetyPolicy())
+    def hooks(self) -> tuple[PolicyHook, ProcedureHook]:
+        """The safety policy's and the task logic's hooks, fed the route's steps as the controller feeds
+        them."""
+        policy = SafetyPolicy()
+        hooks = (PolicyHook(policy), ProcedureHook(TaskLogic(), policy))
         for prev, action, result in self.steps:
-            hook.after_step(StepDone(self.traj, action, "test", prev, result))
-        return hook
+            for hook in hooks:
+                hook.after_step(StepDone(self.traj, action, "test", prev, result))
+        return hooks
 
 
 def _foci(result: StepResult, name: str, head: str | None = None) -> list[str]:
@@ -117,7 +125,7 @@ def _foci(result: StepResult, name: str, head: str | None = None) -> list[str]:
 def played(env: ScienceWorldAdapter) -> Played:
     first = env.reset(TASK, VARIATION)
     traj = new_trajectory(env, TASK, VARIATION, first)
-    gate = Gate1()
+    gate = Gate1(judge=RULES)
     steps = []
     after_first_focus = first
     for action in ROUTE:
@@ -142,19 +150,21 @@ def played(env: ScienceWorldAdapter) -> Played:
 
 def test_the_mixed_paint_is_another_object_than_the_intermediate_one(played: Played) -> None:
     traj, now = played.traj, played.traj.current
-    policy = played.policy_hook().policy
+    policy_hook, procedure_hook = played.hooks()
+    policy, logic = policy_hook.policy, procedure_hook.logic
     wanted = _foci(now, "violet-red paint", head="paint")
     assert wanted, "no valid 'focus on paint in ...' on the violet-red paint"
     # the case as it was: the same name, so a rule on names calls the second focus a repeat
     assert focus_head(FIRST_FOCUS[9:]) == focus_head(wanted[0][9:]) == "paint"
     for action in wanted:
         # Gate-1 with what the cup held at the first focus, and from ScienceWorld's answer alone
-        for gate in (played.gate, Gate1()):
+        for gate in (played.gate, Gate1(judge=RULES)):
             decision = gate.check(action, now, traj)
             assert decision.outcome is GateOutcome.ACCEPT, decision.detail
         assert policy.focus_allowed(action, traj.task_name, traj.task_description, set(), now)
     # the procedure's next step is a focus on the violet-red paint, and Gate-1 lets it through
-    judged = policy.judgement(now, traj.task_name)
+    decided = logic.judged(now, traj.task_name, general_focus_check(policy.focus_allowed, traj.task_name))
+    judged = decided.action if decided is not None else None
     assert judged is not None and judged.startswith("focus on ")
     assert focus_object(judged[9:], now.look, now.inventory).name == "violet-red paint"
     assert played.gate.check(judged, now, traj).accepted
@@ -175,7 +185,7 @@ def test_the_same_object_is_still_never_focused_on_twice(played: Played) -> None
     again = _foci(state, "violet paint")
     assert again
     for action in again:
-        decision = Gate1().check(action, state, traj)
+        decision = Gate1(judge=RULES).check(action, state, traj)
         assert (decision.outcome, decision.reason) == (GateOutcome.DROP, "repeated_focus"), action
         assert not hook.policy.focus_allowed(action, traj.task_name, traj.task_description, set(), state)
 
@@ -183,16 +193,17 @@ def test_the_same_object_is_still_never_focused_on_twice(played: Played) -> None
 def test_a_gate_drop_reaches_the_policy_until_the_state_changes(
     env: ScienceWorldAdapter, played: Played
 ) -> None:
-    """The policy's hook hears of Gate-1's drop through the resolver (``LoopHook.on_refused``): in the
-    same state neither the ranking nor the procedure proposes the dropped action again."""
+    """The policy's and the task logic's hooks hear of Gate-1's drop through the resolver
+    (``LoopHook.on_refused``): in the same state neither the ranking nor the procedure proposes the
+    dropped action again."""
     traj, now = played.traj, played.traj.current
     sink = ListSink()
     # One focus allowed: the procedure's focus on the violet-red paint is dropped (focus_limit).
     srm_cfg = SrmConfig(enabled=True, gate=GateConfig(focus_limit=1))
-    srm = Srm.for_episode(srm_cfg, CriticConfig(), now, sink=sink)
+    srm = Srm.for_episode(srm_cfg, CriticConfig(), now, sink=sink, judge=RULES)
     assert srm is not None
-    policy_hook = played.policy_hook()
-    hooks: list[LoopHook] = [policy_hook, SrmHook(srm, None)]
+    policy_hook, procedure_hook = played.hooks()
+    hooks: list[LoopHook] = [policy_hook, procedure_hook, SrmHook(srm, None)]
     resolver = Resolver(0.5, list(hooks), fallback_when_unresolved=True)
     swift = Proposal((Candidate("look around", 1.0), Candidate("wait1", 0.5)), 0.9)
 
@@ -208,8 +219,9 @@ def test_a_gate_drop_reaches_the_policy_until_the_state_changes(
     assert [(d.original, d.reason) for d in drops] == [(top, "focus_limit")]
     # the same state: nobody proposes the dropped focus again
     assert top not in ranked()
-    policy = policy_hook.policy
-    assert policy.judgement(now, traj.task_name) != top
+    policy, logic = policy_hook.policy, procedure_hook.logic
+    decided = logic.judged(now, traj.task_name, general_focus_check(policy.focus_allowed, traj.task_name))
+    assert decided is None or decided.action != top
     # another state (the cup picked up): the refusal no longer holds
     moved = env.step("pick up cup containing violet-red paint")
     assert moved.inventory != now.inventory

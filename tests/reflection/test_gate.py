@@ -8,14 +8,11 @@ import random
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import (
-    focus_contents_mismatch,
-    life_stage,
-    life_stage_violation,
-    normalize,
-    teleport_targets,
-)
+from fastslow.env.semantics import focus_contents_mismatch, normalize, teleport_targets
 from fastslow.events import GateDecision, GateOutcome, ListSink
+from fastslow.procedures.focus import TaskFocusRules
+from fastslow.procedures.logic import Judged, TaskLogic, general_focus_check
+from fastslow.procedures.tasks import life_stage, life_stage_violation
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
@@ -23,6 +20,8 @@ from fastslow.swift.policy import SafetyPolicy
 from reflection.helpers import State, play
 
 A, R, D = GateOutcome.ACCEPT, GateOutcome.REPAIR, GateOutcome.DROP
+RULES = TaskFocusRules()
+"""The task-specific focus rules the shipped configurations give Gate-1 (``procedures.enabled``)."""
 
 # (state, proposed action, outcome, rule or reason, action let through)
 CASES: list[tuple[str, str, GateOutcome, str, str]] = [
@@ -121,7 +120,7 @@ def test_gate_table(
     states: dict[str, State], key: str, proposed: str, outcome: GateOutcome, code: str, final: str
 ) -> None:
     state = states[key]
-    decision = Gate1().check(proposed, state.result, state.traj, source="swift")
+    decision = Gate1(judge=RULES).check(proposed, state.result, state.traj, source="swift")
     got_code = decision.reason if outcome is D else decision.rule
     assert (decision.outcome, got_code, decision.action) == (outcome, code, final), decision.detail
     if decision.accepted:
@@ -139,7 +138,7 @@ def test_table_is_large_and_covers_every_rule_and_reason() -> None:
 
 def test_constraints_focus_limit_and_avoid(states: dict[str, State]) -> None:
     state = states["melt:focus2"]
-    gate = Gate1()
+    gate = Gate1(judge=RULES)
     limited = gate.check("focus on blue box", state.result, state.traj, GateConstraints(focus_limit=2))
     assert (limited.outcome, limited.reason) == (D, "focus_limit")
     kitchen = states["mix:kitchen"]
@@ -148,7 +147,7 @@ def test_constraints_focus_limit_and_avoid(states: dict[str, State]) -> None:
         d = gate.check(proposed, kitchen.result, kitchen.traj, avoid)
         assert (d.outcome, d.reason) == (D, "avoided")
     # The configured limit applies when the controller passes none: one focus, already used.
-    one = Gate1(GateConfig(focus_limit=1)).check(
+    one = Gate1(GateConfig(focus_limit=1), judge=RULES).check(
         "focus on chocolate", states["melt:focus1"].result, states["melt:focus1"].traj
     )
     assert (one.outcome, one.reason) == (D, "focus_limit")
@@ -156,18 +155,18 @@ def test_constraints_focus_limit_and_avoid(states: dict[str, State]) -> None:
 
 def test_rules_and_focus_rules_can_be_switched_off(states: dict[str, State]) -> None:
     state = states["mix:hallway"]
-    strict = Gate1(GateConfig(repairs=[]))
+    strict = Gate1(GateConfig(repairs=[]), judge=RULES)
     assert strict.check("Look Around.", state.result, state.traj).reason == "not_admissible"
-    no_fuzzy = Gate1(GateConfig(repairs=["normalize", "alias", "teleport", "qualifier"]))
+    no_fuzzy = Gate1(GateConfig(repairs=["normalize", "alias", "teleport", "qualifier"]), judge=RULES)
     assert no_fuzzy.check("teleport to kitchn", state.result, state.traj).reason == "not_admissible"
-    free = Gate1(GateConfig(focus_rules=False))
+    free = Gate1(GateConfig(focus_rules=False), judge=RULES)
     assert free.check("focus on air", state.result, state.traj).outcome is A
 
 
 def test_decisions_are_logged_with_source(states: dict[str, State]) -> None:
     state = states["mix:hallway"]
     sink = ListSink()
-    gate = Gate1(sink=sink)
+    gate = Gate1(sink=sink, judge=RULES)
     gate.check("look", state.result, state.traj, source="sage")
     gate.check("fly", state.result, state.traj, source="critic")
     events = [e for e in sink.events if isinstance(e, GateDecision)]
@@ -204,7 +203,7 @@ def test_property_let_through_is_always_valid(states: dict[str, State]) -> None:
     rng = random.Random(7)
     checked = repaired = 0
     for state in states.values():
-        gate = Gate1()
+        gate = Gate1(judge=RULES)
         valid = state.result.valid_actions
         valid_set = set(valid)
         for action in rng.sample(valid, min(250, len(valid))):
@@ -256,7 +255,7 @@ def test_a_focus_on_contents_the_task_does_not_name_is_dropped(env: ScienceWorld
     cur = lead.result
     found = focus_contents_mismatch("substance in metal pot", cur.look, cur.inventory, cur.task_description)
     assert found == "water"
-    decision = Gate1(GateConfig()).check(focus, cur, lead.traj)
+    decision = Gate1(GateConfig(), judge=RULES).check(focus, cur, lead.traj)
     assert (decision.accepted, decision.reason) == (False, "focus_not_allowed")
     assert "holds water" in decision.detail
     policy = SafetyPolicy()
@@ -267,14 +266,14 @@ def test_a_focus_on_contents_the_task_does_not_name_is_dropped(env: ScienceWorld
     water = play(env, 0, 0, POT_OF_WATER)
     assert "boil water" in water.traj.task_description
     cur = water.result
-    assert Gate1(GateConfig()).check(focus, cur, water.traj).accepted
+    assert Gate1(GateConfig(), judge=RULES).check(focus, cur, water.traj).accepted
     assert policy.focus_allowed(focus, "boil", cur.task_description, rooms, cur)
 
 
 def test_life_stages_go_from_earliest_to_latest(env: ScienceWorldAdapter) -> None:
     """identify-life-stages-1, train variation 0 (the 4 stages of the turtle), outside at the start,
     where only eggs lie: the turtle's egg is the one focus Gate-1 and Swift's safety policy allow (not
-    another organism's egg) and the policy's judgement proposes it; the adult comes last and only last.
+    another organism's egg) and the task logic's judgement proposes it; the adult comes last and only last.
     identify-life-stages-2 (the apple plant), outside: its pots name no stage in the valid actions, so
     the stage is read from the look (pot 6 holds the seedling): the seed first, then the seedling, then
     the adult tree, skipping none."""
@@ -283,19 +282,23 @@ def test_life_stages_go_from_earliest_to_latest(env: ScienceWorldAdapter) -> Non
     description = cur.task_description
     valid = [a for a in cur.valid_actions if a.startswith("focus on ")]
     assert "focus on egg turtle" in valid and "focus on egg parrot" in valid
-    gate = Gate1(GateConfig())
+    gate = Gate1(GateConfig(), judge=RULES)
     assert gate.check("focus on egg turtle", cur, traj).accepted
     decision = gate.check("focus on egg parrot", cur, traj)
     assert (decision.accepted, decision.reason) == (False, "focus_not_allowed")
+    assert decision.detail == "'egg parrot' is not named in the task description"  # a task-specific rule
+    # without the task logic (procedures.enabled off) Gate-1 applies its general rules only
+    assert Gate1(GateConfig()).check("focus on egg parrot", cur, traj).accepted
     assert life_stage_violation("egg parrot", cur.valid_actions, [], description) == "it is not a turtle"
-    # Swift's policy learns the organisms its training variations focused on: the rule still refuses one
+    # Swift's policy learns the organisms its training variations focused on: its general focus rule
+    # lets the parrot's egg through, the task logic vetoes it and its judgement proposes the turtle's
     policy = SafetyPolicy(focus_words={traj.task_name: {"egg", "parrot"}})
     rooms = teleport_targets(cur.valid_actions)
-    assert not policy.focus_allowed("focus on egg parrot", traj.task_name, description, rooms, cur)
-    assert policy.focus_allowed(
-        "focus on egg parrot", traj.task_name, description, rooms
-    )  # no state: no rule
-    assert policy.judgement(cur, traj.task_name) == "focus on egg turtle"
+    assert policy.focus_allowed("focus on egg parrot", traj.task_name, description, rooms, cur)
+    logic = TaskLogic()
+    assert logic.vetoed("focus on egg parrot", cur, traj.task_name)
+    judged = logic.judged(cur, traj.task_name, general_focus_check(policy.focus_allowed, traj.task_name))
+    assert judged == Judged("focus on egg turtle", "judgement:life-stages")
     assert (
         life_stage_violation("adult turtle", cur.valid_actions, [], description)
         == "the adult stage comes last"

@@ -1,11 +1,9 @@
-"""Fixtures for Swift tests: a tiny gold dataset replayed from one real train episode, and one episode
-played by the packaged swift-only agent."""
+"""Fixtures for Swift tests: a tiny gold dataset replayed from one real train episode."""
 
 from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,8 +14,7 @@ from fastslow.env.tasks import get_task
 from fastslow.swift.data import episode_file, replay_episode, write_manifest
 
 if TYPE_CHECKING:
-    from fastslow.eval.runner import EpisodeOutcome
-    from fastslow.events import EnvStep
+    pass
 
 #: identify-life-stages-2: a 14-step gold path.
 GOLD_TASK = 13
@@ -40,24 +37,3 @@ def gold_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             fh.write(json.dumps(row) + "\n")
     write_manifest(out, "train", 1, "easy")
     return out
-
-
-Played = tuple["EpisodeOutcome", list["EnvStep"]]
-
-
-@pytest.fixture
-def play_swift_only(env: ScienceWorldAdapter) -> Callable[[int, int], Played]:
-    """Play one episode with the packaged swift-only agent: (outcome, its env steps)."""
-    from fastslow.build import make_agent
-    from fastslow.config import load_config
-    from fastslow.env.episodes import Episode
-    from fastslow.eval.runner import run_episode
-    from fastslow.events import EnvStep, ListSink
-
-    def play(task: int, variation: int) -> Played:
-        config = load_config("swift-only")
-        sink = ListSink()
-        outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
-        return outcome, [e for e in sink.events if isinstance(e, EnvStep)]
-
-    return play

@@ -11,7 +11,7 @@ import pytest
 from fastslow.build import make_agent
 from fastslow.config import load_config
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.hooks import PolicyHook
+from fastslow.controller.hooks import PolicyHook, ProcedureHook
 from fastslow.env.episodes import Episode, select_episodes
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
@@ -28,7 +28,7 @@ def test_swift_only_plays_a_task0_test_variation(env: ScienceWorldAdapter) -> No
     sink = ListSink()
     variation = get_task(0).variations["test"][0]
     outcome = run_episode(env, agent, Episode(0, variation), config, sink)
-    assert [type(h) for h in agent.hooks] == [PolicyHook]
+    assert [type(h) for h in agent.hooks] == [PolicyHook, ProcedureHook]
     steps = [e for e in sink.events if isinstance(e, EnvStep)]
     # task 0 (boil) has a task procedure: its steps are the procedure's, the others the learned Swift's
     assert steps and {s.source for s in steps} <= {"swift", "procedure"}
@@ -58,7 +58,7 @@ def _comparable(events: list[Event]) -> list[dict[str, Any]]:
 # a room's objects in another order after each reset, so even swift-only twice differs in Swift's scores.
 # Task 13 left the list when the life-stages judgement made Swift focus on the seedling and wait: the
 # growing plants then differ between two swift-only runs too (task 9 replays identically instead).
-# Task 22 left it when the matter procedure (swift/matter.py) took its test episode to a kitchen with
+# Task 22 left it when the matter procedure (procedures/matter.py) took its test episode to a kitchen with
 # two metal pots: which one the ambiguity answer picks differs between resets (task 1 replays
 # identically instead).
 @pytest.mark.parametrize("task", [0, 1, 9, 25])

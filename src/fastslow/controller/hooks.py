@@ -1,9 +1,12 @@
-"""The modules as hooks the controller walks (paper §3.1 AMM, §3.2 SRM, and Swift's safety policy).
+"""The modules as hooks the controller walks (paper §3.1 AMM, §3.2 SRM, Swift's safety policy and the
+hand-written task logic).
 
 Each module is one ``LoopHook`` object with the methods it needs; every method has a no-op default, so
 the controller calls all of them on every hook, in order, and never asks which modules are on:
 
-- ``on_proposal(proposal, turn)``: Swift proposed. The safety policy re-ranks; AMM's T1 ladder retries a
+- ``on_proposal(proposal, turn)``: Swift proposed. The safety policy re-ranks; the task logic (with
+  ``procedures.enabled``) drops what its task's rules veto and puts a procedure's or judgement's
+  action on top; AMM's T1 ladder retries a
   failed Swift with memories (``turn.retry`` runs Swift again through the hooks before this one). A
   hook may settle the proposal as the iteration's action (``turn.settled``: AMM's T1 in the authors'
   profile, also on an iteration a forcing rule sends to Sage, ``turn.forced``).
@@ -11,20 +14,22 @@ the controller calls all of them on every hook, in order, and never asks which m
   SRM's Gate-1 judges the proposed text; the safety policy refuses an answer completing a focus it forbids.
   A refusal may carry a failure message (``Candidate.failure``) the authors' loop records.
 - ``on_refused(candidate, view)``: a ``before_action`` hook refused a candidate in this state. The
-  policy hears of Gate-1's drops there and stops proposing the dropped action until the state changes.
+  policy and the task logic hear of Gate-1's drops there and stop proposing the dropped action until
+  the state changes.
 - ``plan_memories(traj)``: Sage is about to plan; AMM's T4 block ("" = the baseline prompt).
-- ``after_step(step)``: after every env step (recorded in the trajectory). The policy learns what changed
-  nothing; AMM writes (salience gate) and runs T2/T3; SRM's detector may call the Critic, whose actions
-  are returned for the FIFO buffer (``BufferActions(replace=True)``: they replace it). ``StepDone``
-  says whether the buffer was empty after the step.
+- ``after_step(step)``: after every env step (recorded in the trajectory). The policy and the task logic
+  learn what changed nothing; AMM writes (salience gate) and runs T2/T3; SRM's detector may call the
+  Critic, whose actions are returned for the FIFO buffer (``BufferActions(replace=True)``: they replace
+  it). ``StepDone`` says whether the buffer was empty after the step.
 - ``on_buffer_empty(traj)``: a loop iteration finds the buffer empty (it was, or its scan dropped every
   head); SRM's Critic may answer a report that waited for it (the authors' profile, ``critic.timing:
   empty_buffer``). Actions it hands over are the buffer, and the timestep goes round again.
 - ``on_episode_end(traj)``: any end; SRM settles a Critic call still in its effect window.
 
-``Modules`` holds what lives for a whole worker process (the AMM store, the Critic's model, the policy)
-and builds the hooks of one episode in their fixed order: policy, AMM, SRM. AMM's Critic evidence reaches
-SRM through ``AmmHook`` itself (a typed per-episode object), read only when an LLM Critic call is made.
+``Modules`` holds what lives for a whole worker process (the AMM store, the Critic's model, the policy,
+the task logic) and builds the hooks of one episode in their fixed order: policy, procedures, AMM, SRM.
+AMM's Critic evidence reaches SRM through ``AmmHook`` itself (a typed per-episode object), read only
+when an LLM Critic call is made.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from fastslow.controller.resolver import Candidate, StepView, refuse
+from fastslow.core.focus import FocusJudge
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
@@ -45,6 +51,7 @@ from fastslow.memory.hooks import Amm, AmmHooks
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores import BulkStore, open_store
 from fastslow.models import ChatModel
+from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.reflection.srm import Srm
 from fastslow.swift.base import Candidate as Ranked
@@ -176,10 +183,8 @@ class LoopHook:
 
 
 class PolicyHook(LoopHook):
-    """Swift's safety policy (swift/policy.py): re-scores Swift's valid candidates, puts the action of a
-    task procedure or judgement on top (``Candidate.decided_by`` names its rule, so the step that runs it
-    is logged as ``procedure``), learns what changed nothing, and refuses an ambiguity answer that would
-    complete a focus the focus rule forbids."""
+    """Swift's safety policy (swift/policy.py): re-scores Swift's valid candidates, learns what changed
+    nothing, and refuses an ambiguity answer that would complete a focus the focus rule forbids."""
 
     def __init__(self, policy: SafetyPolicy) -> None:
         self.policy = policy
@@ -199,14 +204,6 @@ class PolicyHook(LoopHook):
         # A stable sort keeps Swift's own order among equal scores.
         order = sorted(range(len(cands)), key=lambda i: -float(scores[i]))
         kept = tuple(replace(cands[i], score=float(scores[i])) for i in order if np.isfinite(scores[i]))
-        judged = self.policy.judged(turn.result, turn.traj.task_name)
-        if judged is not None:
-            # A judgement rule outranks the imitation scores (its action may lie outside Swift's pool).
-            # The candidate carries the rule: its step is a procedure step, even when Swift's model
-            # ranked the same action first.
-            top = max((r.score for r in kept), default=0.0) + 1.0
-            decided = Ranked(judged.action, top, decided_by=judged.rule)
-            kept = (decided, *(r for r in kept if r.action != judged.action))
         return Proposal(kept, proposal.confidence), ""
 
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
@@ -218,13 +215,51 @@ class PolicyHook(LoopHook):
         return candidate
 
     def on_refused(self, candidate: Candidate, view: StepView) -> None:
-        # What Gate-1 dropped here it drops again in this state: the policy, its judgements and the
-        # procedures stop proposing it until the state changes.
+        # What Gate-1 dropped here it drops again in this state: the policy stops proposing it until
+        # the state changes.
         if candidate.refused_by == "gate":
             self.policy.refused(candidate.proposed, view.result)
 
     def after_step(self, step: StepDone) -> list[str]:
         self.policy.observe(step.prev, step.action, step.result)
+        return []
+
+
+class ProcedureHook(LoopHook):
+    """The hand-written task logic (``fastslow.procedures``), after the safety policy: drops the
+    candidates its task's rules veto and puts the action a procedure or judgement decides on top
+    (``Candidate.decided_by`` names its rule, so the step that runs it is logged as ``procedure``). It
+    keeps its own record of the episode (every executed step, Gate-1's drops)."""
+
+    def __init__(self, logic: TaskLogic, policy: SafetyPolicy) -> None:
+        self.logic = logic
+        self.policy = policy
+        """The general focus rule the life-stages judgement respects (``SafetyPolicy.focus_allowed``)."""
+        logic.reset()
+
+    def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> tuple[Proposal, str]:
+        current, task_name = turn.result, turn.traj.task_name
+        if not current.valid_actions:
+            return proposal, ""
+        kept = tuple(c for c in proposal.candidates if not self.logic.vetoed(c.action, current, task_name))
+        general = general_focus_check(self.policy.focus_allowed, task_name)
+        judged = self.logic.judged(current, task_name, general)
+        if judged is not None:
+            # A judgement rule outranks the imitation scores (its action may lie outside Swift's pool).
+            # The candidate carries the rule: its step is a procedure step, even when Swift's model
+            # ranked the same action first.
+            top = max((r.score for r in kept), default=0.0) + 1.0
+            decided = Ranked(judged.action, top, decided_by=judged.rule)
+            kept = (decided, *(r for r in kept if r.action != judged.action))
+        return Proposal(kept, proposal.confidence), ""
+
+    def on_refused(self, candidate: Candidate, view: StepView) -> None:
+        # A Gate-1 drop reaches the procedures too: they step aside from it until the state changes.
+        if candidate.refused_by == "gate":
+            self.logic.refused(candidate.proposed, view.result)
+
+    def after_step(self, step: StepDone) -> list[str]:
+        self.logic.observe(step.prev, step.action, step.result)
         return []
 
 
@@ -345,16 +380,23 @@ class Modules:
     """Shared model of the LLM Critic (Sage's own when both name the same model)."""
     policy: SafetyPolicy | None = None
     """Swift's safety policy (``controller.swift_policy``); None leaves Swift's ranking as proposed."""
+    procedures: TaskLogic | None = None
+    """The hand-written task logic (``procedures.enabled``, with the policy); None: no procedure hook."""
+    focus_judge: FocusJudge | None = None
+    """The task-specific focus rules SRM applies (``procedures.enabled``); None: its general rules."""
     warmup: bool = False
     """These episodes fill the store (``fastslow eval --warmup``): they write even in frozen mode."""
     markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
     """The run's failure markers (``env.failure_markers``), for SRM's stagnation detector."""
 
     def episode(self, memory_key: str, sink: EventSink, first: StepResult) -> list[LoopHook]:
-        """The hooks of one episode, in the order the controller walks them: policy, AMM, SRM."""
+        """The hooks of one episode, in the order the controller walks them: policy, procedures, AMM,
+        SRM."""
         hooks: list[LoopHook] = []
         if self.policy is not None:
             hooks.append(PolicyHook(self.policy))
+            if self.procedures is not None:
+                hooks.append(ProcedureHook(self.procedures, self.policy))
         amm = (
             AmmHook(self.amm.episode(memory_key, sink, warmup=self.warmup)) if self.amm is not None else None
         )
@@ -362,7 +404,13 @@ class Modules:
             hooks.append(amm)
         srm = (
             Srm.for_episode(
-                self.srm, self.critic, first, sink=sink, model=self.critic_model, markers=self.markers
+                self.srm,
+                self.critic,
+                first,
+                sink=sink,
+                model=self.critic_model,
+                markers=self.markers,
+                judge=self.focus_judge,
             )
             if self.srm is not None
             else None

@@ -24,13 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.semantics import NAVIGATION_VERBS, ROOMS, focus_target, known_rooms, verb_of
 from fastslow.errors import ModelError
 from fastslow.events import CriticCall, CriticEffect, EventSink, ListSink, StagnationReport
 from fastslow.models import ChatModel, Message, call_model, estimate_tokens
 from fastslow.reflection.config import CriticConfig
-from fastslow.reflection.focus import content_words, focus_target_allowed, focus_usage
+from fastslow.reflection.focus import content_words, focus_usage
 from fastslow.templates import prompt_template
 
 # Verbs the Critic's candidate lists use, most useful first for getting unstuck (take and read what the
@@ -177,11 +178,13 @@ def _navigation_count(turns: Sequence[Turn]) -> int:
     return sum(1 for t in turns if verb_of(t.action) in NAVIGATION_VERBS or t.action.startswith(_MOVES))
 
 
-def authors_constraints(report: StagnationReport, traj: Trajectory, focus_budget: str) -> list[str]:
+def authors_constraints(
+    report: StagnationReport, traj: Trajectory, focus_budget: str, judge: FocusJudge | None = None
+) -> list[str]:
     """The runtime constraints the authors' Critic prompt states, in our words: the focus count (focus
     forbidden once it is used up), navigation disfavoured on a navigation loop or 3+ moves in the last 5
     steps, the last three actions to avoid, at most one move in the answer."""
-    used, limit = focus_usage(traj, focus_budget)
+    used, limit = focus_usage(traj, focus_budget, judge=judge)
     lines = [f"focus actions used: {used} of {limit}"]
     if used >= limit:
         lines.append("no focus action may be proposed: the focus budget is used up")
@@ -204,15 +207,20 @@ def render_critic_prompt(
     all_actions: bool = False,
     focus_budget: str = "gold",
     budget_tokens: int = 0,
+    judge: FocusJudge | None = None,
 ) -> str:
     """The Critic's user message (``prompts/critic.j2``). ``all_actions``: list the whole filtered valid
     set (``critic_action_list``) with the authors' constraints, instead of fastslow's 40-action sample.
+    ``judge``: the task-specific focus rules (``procedures``): their budget, and the focus actions listed
+    only where the task names their target.
     ``budget_tokens`` (0: none): a longer prompt lists only the most task-relevant part of that set
     (``_fit_actions``) and then fewer turns, so that it fits a small model's context."""
     cur = traj.current
     if all_actions:
         listed = critic_action_list(traj)
-        prompt = _Prompt(report, traj, memories, max_actions, authors_constraints(report, traj, focus_budget))
+        prompt = _Prompt(
+            report, traj, memories, max_actions, authors_constraints(report, traj, focus_budget, judge)
+        )
         if budget_tokens:
             return _fit_actions(prompt, listed, budget_tokens, history)
         return prompt.render(listed, True, history)
@@ -222,7 +230,7 @@ def render_critic_prompt(
         for a in cur.valid_actions
         if (target := focus_target(a)) is not None
         and target not in rooms
-        and focus_target_allowed(traj.task_name, traj.task_description, target)
+        and (judge is None or judge.names_target(traj.task_name, traj.task_description, target))
     ]
     listed = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
     listed += [a for a in unvisited_rooms(traj) if a not in listed]
@@ -333,8 +341,11 @@ class LlmCritic:
         all_actions: bool = False,
         focus_budget: str = "gold",
         budget_tokens: int = 0,
+        judge: FocusJudge | None = None,
     ) -> None:
         self.model = model
+        self.judge = judge
+        """The task-specific focus rules (``procedures.enabled``) the prompt applies, if any."""
         self.sink: EventSink = sink if sink is not None else ListSink()
         self.history = history
         self.max_actions = max_actions
@@ -357,6 +368,7 @@ class LlmCritic:
             all_actions=self.all_actions,
             focus_budget=self.focus_budget,
             budget_tokens=self.budget_tokens,
+            judge=self.judge,
         )
         messages: list[Message] = [{"role": "user", "content": prompt}]
         completion = call_model(self.model, messages, sink=self.sink, role="critic", step=traj.current.steps)
@@ -638,9 +650,11 @@ def make_critic(
     sink: EventSink | None = None,
     model: ChatModel | None = None,
     focus_budget: str = "gold",
+    judge: FocusJudge | None = None,
 ) -> Critic:
     """The Critic ``config.kind`` names; ``model`` overrides ``config.model`` (tests, shared clients).
-    ``focus_budget``: Gate-1's (``srm.gate.focus_budget``), for the focus count the prompt states."""
+    ``focus_budget``: Gate-1's (``srm.gate.focus_budget``), for the focus count the prompt states;
+    ``judge``: the task-specific focus rules (``procedures.enabled``), if any."""
     backend: CriticBackend
     if config.kind == "rules":
         backend = RulesCritic(config.max_actions)
@@ -655,5 +669,6 @@ def make_critic(
             all_actions=config.prompt_actions == "all",
             focus_budget=focus_budget,
             budget_tokens=config.prompt_budget_tokens,
+            judge=judge,
         )
     return Critic(config, backend, sink=sink)

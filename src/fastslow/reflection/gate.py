@@ -2,7 +2,8 @@
 
 Order of work: resolve the proposed text to one valid action (exact, then the configured repair rules,
 each deterministic and only taken when the match is unique), then check the runtime constraints on the
-resolved action (avoid list, focus budget, repeated focus, task-specific focus rules). An action that
+resolved action (avoid list, focus budget, repeated focus, places, contents, and the task-specific focus
+rules of the ``core.focus.FocusJudge`` it is given, if any: ``fastslow.procedures``). An action that
 fails either step is dropped with a reason code; a dropped action never reaches the environment, so it
 costs no env step, and the controller moves on to its next candidate.
 
@@ -18,21 +19,17 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
+from fastslow.core.focus import FocusJudge, FocusView
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import (
     FOCUS,
-    LIFE_STAGE_TASKS,
-    MEASUREMENT_TASKS,
     FocusObject,
     focus_contents_mismatch,
     focus_head,
     focus_repeats,
     focus_target,
     landed_object,
-    life_stage_violation,
-    measurement_task,
-    measurement_violation,
     normalize,
     places,
     verb_of_normalized,
@@ -42,7 +39,6 @@ from fastslow.reflection.config import GateConfig
 from fastslow.reflection.focus import (
     confirmed_foci,
     focus_limit_for,
-    focus_target_allowed,
     focus_usage,
 )
 from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
@@ -105,9 +101,17 @@ def _unique(rule: str, options: list[str] | None) -> str | None:
 class Gate1:
     """Normalize -> admissible? -> repair -> constraints -> ACCEPT / REPAIR / DROP, one event per check."""
 
-    def __init__(self, config: GateConfig | None = None, *, sink: EventSink | None = None) -> None:
+    def __init__(
+        self,
+        config: GateConfig | None = None,
+        *,
+        sink: EventSink | None = None,
+        judge: FocusJudge | None = None,
+    ) -> None:
         self.config = config or GateConfig()
         self.sink = sink
+        self.judge = judge
+        """The task-specific focus rules (``procedures.enabled``); None: the general rules alone."""
         self._index: _ValidIndex | None = None
         self._traj: Trajectory | None = None
         self._sent: dict[tuple[int, str], tuple[str, str]] = {}
@@ -287,28 +291,32 @@ class Gate1:
         if repeat is not None:
             raise _Drop("repeated_focus", f"'{target}' is the {repeat.name}, focused on already")
         if limit is None:
-            limit = focus_limit_for(traj.task_name, traj.task_description)
+            limit = focus_limit_for(traj.task_name, traj.task_description, self.judge)
         if len(done) >= limit:
             raise _Drop("focus_limit", f"{len(done)} of {limit} focus actions used")
         if focus_head(target) in _places(traj):
             # Rooms, the agent and the inventory are never what a task asks to focus on.
             raise _Drop("focus_not_allowed", f"'{target}' is a place, not an object")
-        if not focus_target_allowed(traj.task_name, traj.task_description, target):
+        judge = self.judge
+        if judge is not None and not judge.names_target(traj.task_name, traj.task_description, target):
             raise _Drop("focus_not_allowed", f"'{target}' is not named in the task description")
         contents = focus_contents_mismatch(target, cur.look, cur.inventory, traj.task_description)
         if contents is not None:
             raise _Drop("focus_not_allowed", f"'{target}' holds {contents}, which the task does not name")
-        if traj.task_name in LIFE_STAGE_TASKS:
-            focused = confirmed_foci(traj)
-            why = life_stage_violation(target, cur.valid_actions, focused, traj.task_description, cur.look)
+        if judge is not None:
+            view = FocusView(
+                target,
+                traj.task_name,
+                traj.task_description,
+                cur.look,
+                cur.inventory,
+                cur.valid_actions,
+                confirmed_foci(traj),
+                [(t.action, t.observation) for t in traj.turns],
+            )
+            why = judge.refusal(view)
             if why is not None:
-                raise _Drop("focus_not_allowed", f"life stages go from earliest to latest: {why}")
-        measure = measurement_task(traj.task_description) if traj.task_name in MEASUREMENT_TASKS else None
-        if measure is not None:
-            steps = [(t.action, t.observation) for t in traj.turns]
-            why = measurement_violation(measure, focus_head(target), steps, len(confirmed_foci(traj)))
-            if why is not None:
-                raise _Drop("focus_not_allowed", f"measurement task: {why}")
+                raise _Drop("focus_not_allowed", why)
 
     def landed_foci(self, traj: Trajectory) -> list[FocusObject]:
         """The distinct objects the confirmed foci of ``traj`` landed on (``env.semantics.landed_object``),

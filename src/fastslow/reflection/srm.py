@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastslow.core.focus import FocusJudge
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
@@ -40,19 +41,22 @@ class Srm:
         sink: EventSink,
         model: ChatModel | None = None,
         markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS,
+        judge: FocusJudge | None = None,
     ) -> Srm | None:
         """SRM for one episode, or None when SRM is off. ``model`` overrides ``critic.model`` (shared
-        client, scripted model in tests); it is only built for ``critic.kind: llm``."""
+        client, scripted model in tests); it is only built for ``critic.kind: llm``. ``judge``: the
+        task-specific focus rules Gate-1, the detector's constraints and the Critic's prompt apply
+        (``procedures.enabled``); None: their general rules alone."""
         if not srm.enabled:
             return None
-        gate = Gate1(srm.gate, sink=sink) if srm.gate.enabled else None
+        gate = Gate1(srm.gate, sink=sink, judge=judge) if srm.gate.enabled else None
         detector = (
-            StagnationDetector(srm.stagnation, sink=sink, first=first, markers=markers)
+            StagnationDetector(srm.stagnation, sink=sink, first=first, markers=markers, judge=judge)
             if srm.stagnation.enabled
             else None
         )
         critic = (
-            make_critic(critic_cfg, sink=sink, model=model, focus_budget=srm.gate.focus_budget)
+            make_critic(critic_cfg, sink=sink, model=model, focus_budget=srm.gate.focus_budget, judge=judge)
             if detector is not None and srm.critic.enabled
             else None
         )

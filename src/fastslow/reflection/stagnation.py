@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fastslow.core.focus import FocusJudge
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn, room_of
 from fastslow.env.semantics import (
@@ -69,13 +70,16 @@ class StagnationDetector:
         sink: EventSink | None = None,
         first: StepResult | None = None,
         markers: Iterable[str] = DEFAULT_FAILURE_MARKERS,
+        judge: FocusJudge | None = None,
     ) -> None:
         """``first``: the episode's reset result, so the first step's effect can be judged too
         (without it the first step counts as having an effect). ``markers``: the run's
-        ``env.failure_markers``, which decide what the invalid loop counts as a refusal."""
+        ``env.failure_markers``, which decide what the invalid loop counts as a refusal. ``judge``:
+        the task-specific focus rules, whose budget the report's constraints state (``procedures``)."""
         self.config = config or StagnationConfig()
         self.markers = tuple(markers)
         self.sink = sink
+        self.judge = judge
         self._snaps: list[_Snapshot] = []
         self._start = (room_of(first.look), first.inventory, first.look) if first is not None else None
         self._last_reported: dict[str, int] = {}
@@ -113,7 +117,7 @@ class StagnationDetector:
             patterns=[p for p in PATTERNS if p in found],
             evidence_steps=evidence,
             avoid=avoid,
-            constraints=runtime_constraints(traj, avoid),
+            constraints=runtime_constraints(traj, avoid, self.judge),
         )
         if self.sink is not None:
             self.sink.emit(report)
@@ -209,10 +213,10 @@ def _inventory_key(inventory: str) -> str:
     return "|".join(kept)
 
 
-def runtime_constraints(traj: Trajectory, avoid: list[str]) -> list[str]:
+def runtime_constraints(traj: Trajectory, avoid: list[str], judge: FocusJudge | None = None) -> list[str]:
     """The constraints the Critic must respect, in words (rendered into its prompt)."""
     done = sorted(focused_targets(traj))
-    limit = focus_limit_for(traj.task_name, traj.task_description)
+    limit = focus_limit_for(traj.task_name, traj.task_description, judge)
     lines = [
         f"focus actions used: {len(done)} of {limit}" + (f" (on: {', '.join(done)})" if done else ""),
         "never focus on an object the task does not ask for: a wrong focus fails the task",

@@ -13,14 +13,16 @@ if TYPE_CHECKING:  # the policy pulls in numpy and the feature code: loaded when
     from fastslow.swift.policy import SafetyPolicy
 
 
-def make_proposer(config: SwiftConfig, top_k: int | None = None) -> Proposer:
-    """Build the Swift backend named by ``config.backend``."""
+def make_proposer(config: SwiftConfig, top_k: int | None = None, *, box_features: bool = False) -> Proposer:
+    """Build the Swift backend named by ``config.backend``. ``box_features``: the imitation ranker reads
+    the thermometer readings against the task's answer boxes (``swift.answer_box``: hand-written task
+    logic, on with ``procedures.enabled``); off, those two feature columns stay 0."""
     k = top_k if top_k is not None else config.top_k
     if config.backend == "imitation":
         from fastslow.swift.imitation import ImitationSwift, SwiftWeights
 
         path = Path(config.model_path) if config.model_path else None
-        return ImitationSwift(SwiftWeights.load(path), top_k=k)
+        return ImitationSwift(SwiftWeights.load(path), top_k=k, box_features=box_features)
     if not config.model_path:
         raise UsageError("swift.backend=t5 needs swift.model_path: a local seq2seq checkpoint directory")
     from fastslow.swift.t5 import T5Swift
@@ -59,7 +61,6 @@ def make_policy(config: SwiftConfig) -> SafetyPolicy:
         repeat_penalty=config.repeat_penalty,
         window=config.loop_window,
         focus_rule=config.focus_rule,
-        procedures=config.procedures,
     )
 
 

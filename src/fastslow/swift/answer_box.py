@@ -4,6 +4,9 @@ SWIFT_NOTES found judgement decisions to be the main cause of -100 episodes for 
 "if the melting point is above 50 degrees, focus on the blue box". A linear model over action words
 cannot compare a thermometer reading with a threshold, so these two dense features do it for it: does
 a candidate's answer box agree with what the readings prove (+1 / -1), or is nothing proven yet.
+
+They are hand-written task logic (a reading of the thermometer tasks' thresholds), so they are filled
+only with ``procedures.enabled`` (``ImitationSwift.box_features``); with it off both columns stay 0.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ model), owned by the component and composed into ``RunConfig`` by ``fastslow.con
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,10 +33,20 @@ class SwiftConfig(StrictModel):
     loop_window: int = Field(default=10, ge=1)
     """Safety policy: how many recent steps the loop penalty looks at."""
     focus_rule: bool = True
-    """Safety policy: focus only on objects named in the task or focused on in training, never on rooms."""
-    procedures: bool = True
-    """Safety policy: the task procedures (matter, paint, inclined plane, grow plant, power; issue #16)
-    propose their task's next step. false: imitation and the judgements alone (docs/swift.md)."""
+    """Safety policy: the general focus rule: focus only on objects named in the task or focused on in
+    training, never on rooms, never twice on the same object, never on contents the task does not name.
+    The task procedures and judgements are a component of their own (``procedures.enabled``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        # The task procedures left the safety policy for their own section: say where they went.
+        if isinstance(data, dict) and "procedures" in data:
+            raise ValueError(
+                "swift.procedures is gone: the hand-written task logic has its own switch, "
+                "procedures.enabled (true/false)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _t5_knobs_need_t5(self) -> SwiftConfig:

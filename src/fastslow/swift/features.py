@@ -302,8 +302,9 @@ def _per_action(table: ActionTable, ids: IntArray, weights: dict[str, float]) ->
     return out
 
 
-def dense_features(table: ActionTable, ids: IntArray, state: SwiftState) -> FloatArray:
-    """The (n_candidates, len(DENSE)) matrix of dense features."""
+def dense_features(table: ActionTable, ids: IntArray, state: SwiftState, box: bool = True) -> FloatArray:
+    """The (n_candidates, len(DENSE)) matrix of dense features. ``box``: fill the answer-box columns
+    (``answer_box.box_features``, hand-written task logic); False leaves them 0."""
     n = len(ids)
     x = np.zeros((n, len(DENSE)), dtype=np.float32)
     x[:, 0] = 1.0
@@ -329,7 +330,8 @@ def dense_features(table: ActionTable, ids: IntArray, state: SwiftState) -> Floa
         good = " ".join(a for a, _, t in state.memories if t != "avoidance")
         if good:
             x[:, 11] = _overlap(table, ids, good)
-    box_features(table, ids, state, x)
+    if box:
+        box_features(table, ids, state, x)
     return x
 
 
@@ -337,8 +339,11 @@ _DENSE_BASE = ((np.arange(len(DENSE), dtype=np.uint64) + np.uint64(1)) * _MIX1).
 _MASK = N_BUCKETS - 1
 
 
-def feature_index(table: ActionTable, ids: IntArray, state: SwiftState) -> tuple[IntArray, FloatArray]:
-    """Hashed indices and values of every feature of every candidate: (n, K) each.
+def feature_index(
+    table: ActionTable, ids: IntArray, state: SwiftState, box: bool = True
+) -> tuple[IntArray, FloatArray]:
+    """Hashed indices and values of every feature of every candidate: (n, K) each (``box``: as
+    ``dense_features``).
 
     All hashing is XOR of pre-mixed 64-bit keys, done on int64 views so nothing is converted.
     """
@@ -357,7 +362,7 @@ def feature_index(table: ActionTable, ids: IntArray, state: SwiftState) -> tuple
     mask[:, :CAND_SLOTS] = table.key_mask[ids]
     np.bitwise_xor(cand[:, :, None], ctx[None, None, :], out=idx[:, :k_sparse].reshape(n, slots, -1))
     val[:, :k_sparse].reshape(n, slots, -1)[:] = mask[:, :, None]
-    dense = dense_features(table, ids, state)
+    dense = dense_features(table, ids, state, box)
     base = _DENSE_BASE
     by_verb = base[None, :] ^ verb[:, None]
     idx[:, k_sparse : k_sparse + d] = base[None, :]

@@ -89,15 +89,20 @@ class ImitationSwift:
 
     name = "imitation"
 
-    def __init__(self, weights: SwiftWeights | None = None, top_k: int = 5) -> None:
+    def __init__(
+        self, weights: SwiftWeights | None = None, top_k: int = 5, *, box_features: bool = True
+    ) -> None:
         self.weights = weights if weights is not None else SwiftWeights.load()
         self.top_k = top_k
+        self.box_features = box_features
+        """Fill the answer-box feature columns (``answer_box``; hand-written task logic, trained with
+        them): ``make_proposer`` sets it from ``procedures.enabled``."""
         self.table = ActionTable()
 
     def score_state(self, state: SwiftState) -> FloatArray:
         """Model score of every valid action of ``state`` (same order)."""
         ids = self.table.ids(state.valid_actions)
-        idx, val = feature_index(self.table, ids, state)
+        idx, val = feature_index(self.table, ids, state, self.box_features)
         scores: FloatArray = (self.weights.w[idx] * val).sum(axis=1)
         return scores
 

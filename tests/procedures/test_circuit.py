@@ -1,4 +1,4 @@
-"""The power-component procedure (issue #16; ``swift.circuit``, ``env.semantics.power_task`` and the
+"""The power-component procedure (``procedures.circuit``, ``procedures.tasks.power_task`` and the
 train-built source knowledge) on real ScienceWorld dev variations: the device is focused on first,
 wired to the source of the kind the task asks for with two wires, and lights up."""
 
@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import PowerTask, circuits_path, known_sources, power_task
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
-from fastslow.swift.knowledge import build_circuits, sources_of
+from fastslow.procedures.knowledge import build_circuits, sources_of
+from fastslow.procedures.tasks import PowerTask, circuits_path, known_sources, power_task
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
-"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
+"""The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""
 
 
 def test_source_knowledge_comes_from_train_gold_paths(env: ScienceWorldAdapter) -> None:

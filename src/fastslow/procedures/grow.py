@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import GrowTask, object_line, open_closed, room_called
+from fastslow.env.semantics import room_called
+from fastslow.procedures.tasks import GrowTask, object_line, open_closed
 
 GREENHOUSE = "greenhouse"
 JAR, JUG, SINK = "seed jar", "jug", "sink"

@@ -6,14 +6,14 @@ the mixing bowl differently) and cannot know a colour no train variation mixed (
 the same for every colour, so it is written once here, read off the current look at every step:
 
 1. go to the art studio (or, without one, a room not yet seen), where the paint cups are;
-2. pour each colour the next colour to make needs (``env.semantics.paint_recipe``: two primaries for a
+2. pour each colour the next colour to make needs (``procedures.tasks.paint_recipe``: two primaries for a
    secondary, the secondary and a primary for a tertiary) into one mixing container (a container that
    is not a paint cup and holds nothing else), opening a closed cupboard when a paint is not in sight;
 3. mix it, and focus on the colour made ("When you are part-way done, focus on the intermediate
    (secondary color) paint"; then the tertiary).
 
 Each step is a valid action or None (Swift then acts); ``fresh`` says whether an action is worth trying
-now (the safety policy's no-effect rule).
+now (the no-effect rule, kept by ``logic.TaskLogic``).
 """
 
 from __future__ import annotations
@@ -23,15 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import (
-    PaintTask,
-    focus_head,
-    normalize,
-    open_closed,
-    paint_recipe,
-    room_called,
-    teleport_targets,
-)
+from fastslow.env.semantics import focus_head, normalize, room_called, teleport_targets
+from fastslow.procedures.tasks import PaintTask, open_closed, paint_recipe
 
 STUDIO = "art studio"
 _CONTAINER = re.compile(r"(?:^|[\t:,] ?)(?:a |an )?([a-z][a-z ]*?) \(containing ([^()]*)\)")

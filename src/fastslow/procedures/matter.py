@@ -20,7 +20,8 @@ episode showed):
    until ScienceWorld ends the task.
 
 Each step is a valid action or None (Swift then acts); ``fresh`` says whether an action is worth
-trying now (the safety policy's no-effect rule: it did nothing in this very state before).
+trying now (the no-effect rule, kept by ``logic.TaskLogic``: it did nothing in this very state before,
+or Gate-1 refused it there).
 """
 
 from __future__ import annotations
@@ -29,18 +30,20 @@ from collections.abc import Callable, Mapping, Sequence
 
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
-    MatterChange,
     focus_head,
     focus_target,
+    resolve_focus_target,
+    room_called,
+    teleport_targets,
+)
+from fastslow.procedures.tasks import (
+    MatterChange,
     known_plain_states,
     names_subject,
     object_line,
     open_closed,
-    resolve_focus_target,
-    room_called,
     subject_names,
     substance_state,
-    teleport_targets,
 )
 
 POT = "metal pot"

@@ -1,8 +1,9 @@
-"""The thermometer judgement (issue #16 point 4; ``env.semantics.measurement_*``, Swift's safety policy
-and Gate-1) on real ScienceWorld: gold paths of train variations of the three thermometer tasks are
-replayed, and at every step the rule must agree with the gold path: no box before the thermometer, the
-subject and a deciding reading; at the gold path's box step the readings decide the gold box, the
-policy's judgement proposes it, and the other box is refused by the policy and (a focus) by Gate-1."""
+"""The thermometer judgement (``procedures.tasks.measurement_*``, the task logic ``procedures.logic`` and
+Gate-1 with the task focus rules) on real ScienceWorld: gold paths of train variations of the three
+thermometer tasks are replayed, and at every step the rule must agree with the gold path: no box before
+the thermometer, the subject and a deciding reading; at the gold path's box step the readings decide the
+gold box, the judgement proposes it, and the other box is vetoed by the task logic and (a focus) refused
+by Gate-1."""
 
 from __future__ import annotations
 
@@ -13,26 +14,36 @@ from pathlib import Path
 
 import pytest
 
+from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import (
-    focus_head,
+from fastslow.env.semantics import focus_head, resolve_focus_target
+from fastslow.env.tasks import get_task
+from fastslow.procedures.focus import TaskFocusRules
+from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, build_substances, spread_variations
+from fastslow.procedures.logic import TaskLogic
+from fastslow.procedures.tasks import (
     known_melting_bounds,
     known_plain_states,
     measured_choice,
     measurement_task,
     measurement_violation,
-    resolve_focus_target,
     subject_words,
     substance_state,
     substances_path,
     thermometer_readings,
 )
-from fastslow.env.tasks import get_task
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1
-from fastslow.swift.knowledge import KNOWLEDGE_TASKS, build_substances, spread_variations
 from fastslow.swift.policy import SafetyPolicy
+
+
+def _judgement(logic: TaskLogic, current: StepResult, task_name: str) -> str | None:
+    """The action the task logic decides (the general focus rule left out: a thermometer task's
+    judgement does not read it)."""
+    judged = logic.judged(current, task_name, lambda action, state: True)
+    return judged.action if judged is not None else None
+
 
 # (task, train variation, whether the readings decide at the gold path's box step, what it is)
 GOLD = [
@@ -85,8 +96,8 @@ def test_the_rule_agrees_with_the_gold_path(
     boxes = (measure.above, measure.below)
     info = get_task(task)
     traj = Trajectory(info.task_id, info.name, variation, first.task_description, first)
-    policy = SafetyPolicy()
-    gate = Gate1(GateConfig())
+    logic = TaskLogic()
+    gate = Gate1(GateConfig(), judge=TaskFocusRules())
     steps: list[tuple[str, str]] = []
     foci = 0
     current = first
@@ -98,7 +109,7 @@ def test_the_rule_agrees_with_the_gold_path(
             if not decides:
                 assert measured_choice(measure, thermometer_readings(measure, steps)) is None
                 assert measurement_violation(measure, box, steps, foci) is not None
-                assert policy.judgement(current, info.name) is None
+                assert _judgement(logic, current, info.name) is None
                 chosen = action
                 break
             placing = measure.place
@@ -110,20 +121,17 @@ def test_the_rule_agrees_with_the_gold_path(
             if placing:  # the subject goes into the box: a focus on it would fail the task
                 assert measurement_violation(measure, box, steps, foci) is not None
             assert measured_choice(measure, thermometer_readings(measure, steps)) == box
-            judged = policy.judgement(current, info.name)
+            judged = _judgement(logic, current, info.name)
             assert judged in current.valid_actions and _box_of(judged, measure.place) == box, (what, judged)
             if measure.place:
                 assert not any(
-                    a.endswith(f" to {other}") and policy.adjust([a], [0.0], current, info.name)[0] > -1e9
+                    a.endswith(f" to {other}") and not logic.vetoed(a, current, info.name)
                     for a in current.valid_actions
                     if a.startswith("move unknown substance")
                 )
             else:
                 other_focus = next(a for a in current.valid_actions if a == f"focus on {other}")
-                rooms = {r for r in ("kitchen",)}
-                assert not policy.focus_allowed(
-                    other_focus, info.name, first.task_description, rooms, current
-                )
+                assert logic.vetoed(other_focus, current, info.name)
                 assert gate.check(action, current, traj).accepted
                 assert not gate.check(other_focus, current, traj).accepted
             chosen = action
@@ -133,13 +141,13 @@ def test_the_rule_agrees_with_the_gold_path(
             assert measurement_violation(measure, boxes[0], steps, foci) is not None
         if action.startswith("focus on ") and box is None:  # the gold path's own foci pass
             assert measurement_violation(measure, focus_head(action[9:]), steps, foci) is None, action
-            if foci == 1:  # the subject's turn: the policy proposes a focus on it (by name or container)
-                judged = policy.judgement(current, info.name)
+            if foci == 1:  # the subject's turn: the judgement proposes a focus on it (by name or container)
+                judged = _judgement(logic, current, info.name)
                 assert judged is not None and judged.startswith("focus on "), (what, judged)
                 named = resolve_focus_target(judged[9:], current.look, current.inventory)
                 assert subject_words(measure.subject) <= set(named.split()) or named in ("ice", "water")
         result = env.step(action)
-        policy.observe(current, action, result)
+        logic.observe(current, action, result)
         traj.record(action, "gold", result)
         steps.append((action, result.observation))
         foci += action.startswith("focus on ") and result.observation.startswith("You focus on")
@@ -149,17 +157,18 @@ def test_the_rule_agrees_with_the_gold_path(
 
 def test_no_box_before_the_thermometer_and_the_subject(env: ScienceWorldAdapter) -> None:
     """The fast pathway's -100 in measure-melting-point (train variation 1, lead): right after the
-    thermometer focus, a box focus; Swift's policy and Gate-1 both refuse every box then, and a focus
-    on anything but the thermometer, the lead and the boxes (in the dev variations that measure orange
-    juice, Swift focused on an orange: the task names an orange box)."""
+    thermometer focus, a box focus; the safety policy with the task logic and Gate-1 both refuse every
+    box then, and a focus on anything but the thermometer, the lead and the boxes (in the dev variations
+    that measure orange juice, Swift focused on an orange: the task names an orange box)."""
     first = env.reset(20, 1)
     info = get_task(20)
     traj = Trajectory(info.task_id, info.name, 1, first.task_description, first)
-    policy = SafetyPolicy()
+    policy, logic = SafetyPolicy(), TaskLogic()
     current = first
     for action in ["teleport to kitchen", "pick up thermometer", "focus on thermometer in inventory"]:
         result = env.step(action)
         policy.observe(current, action, result)
+        logic.observe(current, action, result)
         traj.record(action, "test", result)
         current = result
     boxes = [a for a in current.valid_actions if a.startswith("focus on ") and a.endswith(" box")]
@@ -168,14 +177,15 @@ def test_no_box_before_the_thermometer_and_the_subject(env: ScienceWorldAdapter)
     for other in ("focus on orange juice", "focus on cup containing lead"):
         assert other in current.valid_actions
         boxes.append(other)
-    gate = Gate1(GateConfig())
+    gate = Gate1(GateConfig(), judge=TaskFocusRules())
     for focus in boxes:
-        assert not policy.focus_allowed(focus, info.name, first.task_description, set(), current)
+        allowed = policy.focus_allowed(focus, info.name, first.task_description, set(), current)
+        assert not allowed or logic.vetoed(focus, current, info.name), focus
         decision = gate.check(focus, current, traj)
         assert not decision.accepted, decision
         if focus.endswith(" box"):
             assert decision.detail.startswith("measurement task"), decision
-    assert policy.judgement(current, info.name) == "focus on lead"  # the task's next focus
+    assert _judgement(logic, current, info.name) == "focus on lead"  # the task's next focus
 
 
 def test_the_shipped_knowledge_is_what_the_command_makes_from_train_paths() -> None:
@@ -219,17 +229,17 @@ def test_a_decided_box_out_of_reach_is_gone_to(env: ScienceWorldAdapter) -> None
     measure = measurement_task(first.task_description)
     assert measure is not None and measure.boxes_in == "bathroom"
     info = get_task(29)
-    policy = SafetyPolicy()
+    logic = TaskLogic()
     current = first
     place_at = next(i for i, a in enumerate(gold) if a.startswith("move ") and a.endswith(" box"))
     for action in [*gold[:place_at], "teleport to kitchen"]:
         result = env.step(action)
-        policy.observe(current, action, result)
+        logic.observe(current, action, result)
         current = result
-    assert policy.judgement(current, info.name) == "teleport to bathroom"
+    assert _judgement(logic, current, info.name) == "teleport to bathroom"
     result = env.step("teleport to bathroom")
-    policy.observe(current, "teleport to bathroom", result)
-    judged = policy.judgement(result, info.name)
+    logic.observe(current, "teleport to bathroom", result)
+    judged = _judgement(logic, result, info.name)
     assert (
         judged is not None
         and judged.startswith("move unknown substance")

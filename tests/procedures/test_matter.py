@@ -1,5 +1,5 @@
-"""The matter tasks' procedure (issue #16; ``swift.matter``, ``env.semantics.matter_task``) and the
-grow-plant one (``swift.grow``) on real
+"""The matter tasks' procedure (``procedures.matter``, ``procedures.tasks.matter_task``) and the
+grow-plant one (``procedures.grow``) on real
 ScienceWorld: swift-only plays dev variations whose substances no train variation shows (lead and
 rubber kept in the workshop, ice cream in the freezer, soap beside a broken stove) and the procedure
 finds the substance, focuses on it first, puts it into the metal pot and heats or cools it as the task
@@ -12,18 +12,18 @@ from collections.abc import Callable
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import (
+from fastslow.env.semantics import object_names
+from fastslow.env.tasks import get_task
+from fastslow.eval.runner import EpisodeOutcome
+from fastslow.events import EnvStep
+from fastslow.procedures.tasks import (
     GrowTask,
     MatterChange,
     grow_task,
     matter_task,
     object_line,
-    object_names,
     subject_names,
 )
-from fastslow.env.tasks import get_task
-from fastslow.eval.runner import EpisodeOutcome
-from fastslow.events import EnvStep
 
 
 def test_the_task_descriptions_parse(env: ScienceWorldAdapter) -> None:
@@ -54,7 +54,7 @@ def test_the_look_names_the_subject_in_its_states(env: ScienceWorldAdapter) -> N
 
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
-"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
+"""The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""
 
 
 def _play(play: Play, task: int, variation: int) -> tuple[list[str], list[str], int]:
@@ -104,7 +104,7 @@ def test_a_broken_stove_hands_the_pot_to_the_oven(play_swift_only: Play) -> None
 def test_swift_only_grows_a_plant_from_a_seed_in_another_room(
     env: ScienceWorldAdapter, play_swift_only: Play
 ) -> None:
-    """grow-plant (``swift.grow``), dev variation 63: the seeds are in the bedroom, where the valid list
+    """grow-plant (``procedures.grow``), dev variation 63: the seeds are in the bedroom, where the valid list
     names the seed jar only by its material, so a seed is taken out of it; sown in the greenhouse,
     focused on, its pot watered from the sink until the plant reproduces."""
     task = grow_task(env.reset(11, 63).task_description)

@@ -18,7 +18,8 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import InclineTask, room_called
+from fastslow.env.semantics import room_called
+from fastslow.procedures.tasks import InclineTask
 
 LAB = "workshop"
 """Where the train and dev variations keep the planes."""

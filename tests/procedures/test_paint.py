@@ -1,4 +1,4 @@
-"""The paint tasks' procedure (issue #16; ``swift.paint``, ``env.semantics.paint_recipe``) on real
+"""The paint tasks' procedure (``procedures.paint``, ``procedures.tasks.paint_recipe``) on real
 ScienceWorld: the recipes come from train gold paths (``fastslow data paints``), a colour no train
 variation mixes is found by elimination, and swift-only mixes and focuses on dev variations with
 other containers (a bowl, tin cups) and colours (violet, yellow-orange) than training showed."""
@@ -11,14 +11,14 @@ from collections.abc import Callable
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import PaintTask, paint_recipe, paint_task, paints_path
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
-from fastslow.swift.knowledge import build_paints, recipes_of
+from fastslow.procedures.knowledge import build_paints, recipes_of
+from fastslow.procedures.tasks import PaintTask, paint_recipe, paint_task, paints_path
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
-"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
+"""The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""
 
 
 def test_recipes_come_from_train_gold_paths(env: ScienceWorldAdapter) -> None:

@@ -5,7 +5,7 @@ points 3-4: category knowledge, "renewable", and judgement steps; the fast pathw
 light bulb. Then, create an electrical circuit that powers it on." The circuit is the same in every
 variation: source anode -> wire 1 -> device cathode, source cathode -> wire 2 -> device anode. Which
 source, and where it works (a solar panel or a wind generator outside), is train knowledge
-(``env.semantics.known_sources``, built by ``fastslow data circuits``); a task without a kind takes the
+(``procedures.tasks.known_sources``, built by ``fastslow data circuits``); a task without a kind takes the
 battery. Read off the current look and inventory at every step:
 
 1. go to the workshop (the parts are there), focus on the device (a bulb, a motor);
@@ -21,7 +21,8 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import PowerTask, known_sources, object_names, room_called
+from fastslow.env.semantics import object_names, room_called
+from fastslow.procedures.tasks import PowerTask, known_sources
 
 PARTS_ROOM = "workshop"
 DEFAULT_SOURCE = "battery"

@@ -1,4 +1,6 @@
-"""Gate-1 focus rules on ScienceWorld's own task descriptions and gold focus actions."""
+"""The task-specific focus rules Gate-1 receives (``procedures.focus``) and Gate-1's focus budget with
+and without them (``reflection.focus.focus_limit_for``), on ScienceWorld's own task descriptions and
+gold focus actions."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import pytest
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import focus_target
 from fastslow.env.tasks import get_task
-from fastslow.reflection.focus import focus_budgets, focus_budgets_path, focus_limit_for, focus_target_allowed
-from fastslow.swift.knowledge import focus_count
+from fastslow.procedures.focus import TaskFocusRules, focus_budgets, focus_budgets_path, focus_target_allowed
+from fastslow.procedures.knowledge import focus_count
+from fastslow.reflection.focus import focus_limit_for
+
+RULES = TaskFocusRules()
 
 MELT = (
     "Your task is to measure the melting point of chocolate, which is located around the kitchen. First, "
@@ -70,12 +75,23 @@ def test_focus_target_rule(task: str, description: str, target: str, allowed: bo
 
 
 def test_focus_limits() -> None:
-    assert focus_limit_for("measure-melting-point-known-substance", MELT) == 3
-    assert focus_limit_for("identify-life-stages-1", STAGES) == 4  # read from the description
-    assert focus_limit_for("identify-life-stages-1", STAGES.replace("4", "5")) == 5
-    assert focus_limit_for("chemistry-mix-paint-tertiary-color", PAINT) == 2
-    assert focus_limit_for("boil", BOIL) == 1
-    assert focus_limit_for("no-such-task") == 1
+    assert focus_limit_for("measure-melting-point-known-substance", MELT, RULES) == 3
+    assert focus_limit_for("identify-life-stages-1", STAGES, RULES) == 4  # read from the description
+    assert focus_limit_for("identify-life-stages-1", STAGES.replace("4", "5"), RULES) == 5
+    assert focus_limit_for("chemistry-mix-paint-tertiary-color", PAINT, RULES) == 2
+    assert focus_limit_for("boil", BOIL, RULES) == 1
+    assert focus_limit_for("no-such-task", "", RULES) == 1
+
+
+def test_without_the_task_logic_the_budget_is_the_stated_number_or_one() -> None:
+    """``procedures.enabled`` off: no per-task table, the number the description states, else 1."""
+    assert focus_limit_for("identify-life-stages-1", STAGES) == 4
+    for name, description in [
+        ("measure-melting-point-known-substance", MELT),
+        ("chemistry-mix-paint-tertiary-color", PAINT),
+        ("boil", BOIL),
+    ]:
+        assert focus_limit_for(name, description) == 1
 
 
 def test_the_budgets_are_the_shipped_train_file() -> None:
@@ -85,7 +101,7 @@ def test_the_budgets_are_the_shipped_train_file() -> None:
     assert set(focus_budgets()) == {get_task(t).name for t in range(30)}
     assert all(n >= 1 for n in focus_budgets().values())  # a 0 would refuse every focus of the task
     for name, n in focus_budgets().items():
-        assert focus_limit_for(name) == n
+        assert focus_limit_for(name, "", RULES) == n
 
 
 def test_a_stated_number_of_stages_is_what_the_train_gold_paths_focus_on(env: ScienceWorldAdapter) -> None:
@@ -96,12 +112,12 @@ def test_a_stated_number_of_stages_is_what_the_train_gold_paths_focus_on(env: Sc
     for variation in task.variations["train"]:
         first = env.reset(task.task_id, variation, gold=True)
         counts.add(focus_count(env.gold_actions))
-        assert focus_count(env.gold_actions) == focus_limit_for(task.name, first.task_description)
+        assert focus_count(env.gold_actions) == focus_limit_for(task.name, first.task_description, RULES)
     assert counts == {3, 4}
     # identify-life-stages-2 names no number: its budget is the file's
     plants = get_task("identify-life-stages-2")
     first = env.reset(plants.task_id, plants.variations["train"][0], gold=True)
-    assert focus_limit_for(plants.name, first.task_description) == focus_budgets()[plants.name]
+    assert focus_limit_for(plants.name, first.task_description, RULES) == focus_budgets()[plants.name]
 
 
 def test_the_command_rebuilds_the_shipped_budgets(tmp_path: Path) -> None:
@@ -128,7 +144,7 @@ def test_the_command_rebuilds_the_shipped_budgets(tmp_path: Path) -> None:
 def test_the_phrase_rule_admits_every_train_gold_focus(env: ScienceWorldAdapter) -> None:
     """The target rule blocks no focus action of the gold paths of two train variations of every task
     (the first and the middle of its split)."""
-    from fastslow.swift.knowledge import spread_variations
+    from fastslow.procedures.knowledge import spread_variations
 
     blocked = []
     for task_id in range(30):

@@ -1,5 +1,5 @@
 """The inclined-plane judgement (issue #16 point 4, "which inclined plane is steeper/slower";
-``swift.incline``, ``env.semantics.incline_task``) on real ScienceWorld dev variations: swift-only
+``procedures.incline``, ``procedures.tasks.incline_task``) on real ScienceWorld dev variations: swift-only
 times the slider down both planes and focuses on the plane the positions decide; no plane is focused
 on before that (the safety policy's focus rule)."""
 
@@ -10,14 +10,14 @@ from collections.abc import Callable
 import pytest
 
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import InclineTask, incline_task
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
-from fastslow.swift.incline import _faster, _trials
+from fastslow.procedures.incline import _faster, _trials
+from fastslow.procedures.tasks import InclineTask, incline_task
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
-"""The ``play_swift_only`` fixture (tests/swift/conftest.py)."""
+"""The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""
 
 
 def test_the_task_descriptions_parse(env: ScienceWorldAdapter) -> None:

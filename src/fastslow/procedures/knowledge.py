@@ -1,7 +1,7 @@
 """``fastslow data substances``, ``paints``, ``circuits`` and ``focus-budgets``: train gold paths read
-into the knowledge files the package ships (``env/data``): substances for the thermometer tasks, paint
-recipes, power sources (read by the judgements in ``env.semantics``) and Gate-1's per-task focus budgets
-(read by ``reflection.focus``).
+into the knowledge files the hand-written task logic ships (``procedures/data``): substances for the
+thermometer tasks, paint recipes, power sources (read through ``procedures.tasks``) and the per-task
+focus budgets Gate-1 receives (``procedures.focus``).
 
 Only train variations are read (dev and test are what the evaluation plays). Every file opens with the
 same provenance (``_provenance``): the command, the split, the tasks and, per task, the train
@@ -23,18 +23,10 @@ from typing import Any
 
 from fastslow.core.step import StepResult
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import (
-    READING,
-    STATE_PREFIXES,
-    WATER_STATES,
-    clean,
-    focus_head,
-    focus_target,
-    named_states,
-    plain_state,
-)
+from fastslow.env.semantics import clean, focus_head, focus_target
 from fastslow.env.tasks import all_tasks, get_task
 from fastslow.env.wrappers import TimeLimit
+from fastslow.procedures.tasks import READING, STATE_PREFIXES, WATER_STATES, named_states, plain_state
 
 KNOWLEDGE_TASKS = (0, 1, 9, 20, 21, 22, 29)
 """Tasks whose gold paths change substances' states: boil, change-the-state-of-matter-of, freeze,

@@ -1,0 +1,78 @@
+"""Compare the event logs of two run directories episode by episode, modulo timing.
+
+    python scripts/compare_events.py A_DIR B_DIR [--ignore KEY ...]
+
+Every ``events/<episode>.jsonl`` of A is read beside B's file of the same name; each event is compared
+without its timing fields (``t``, ``duration_ms``, ``latency_s``, ``latency_ms``, ``wall_s``) and, in
+the episode header, without what names the code rather than the play (``config``, ``git_commit``,
+``versions``; the resolved config changes when a config section moves). Prints one line per episode
+(``same`` or the first differing event) and a summary; exit 0 when every episode is the same, 1 when
+one differs or exists on one side only, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+TIMING = ("t", "duration_ms", "latency_s", "latency_ms", "wall_s")
+HEADER = ("config", "git_commit", "versions")
+
+
+def _events(path: Path, ignore: set[str]) -> list[dict[str, Any]]:
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        drop = ignore | (set(HEADER) if event.get("event") == "episode_start" else set())
+        events.append({k: v for k, v in event.items() if k not in drop})
+    return events
+
+
+def _first_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str | None:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            keys = sorted(k for k in x.keys() | y.keys() if x.get(k) != y.get(k))
+            what = x.get("event", "?")
+            step = x.get("step", "")
+            return f"event {i} ({what}, step {step}) differs in {', '.join(keys)}"
+    if len(a) != len(b):
+        return f"{len(a)} vs {len(b)} events"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("a", type=Path)
+    parser.add_argument("b", type=Path)
+    parser.add_argument("--ignore", action="append", default=[], help="another event field to ignore")
+    args = parser.parse_args(argv)
+    logs = {}
+    for side in (args.a, args.b):
+        folder = side / "events"
+        if not folder.is_dir():
+            print(f"not a run directory (no events/): {side}", file=sys.stderr)
+            return 2
+        logs[side] = {p.name: p for p in folder.glob("*.jsonl")}
+    ignore = set(TIMING) | set(args.ignore)
+    differ = 0
+    for name in sorted(logs[args.a].keys() | logs[args.b].keys()):
+        left, right = logs[args.a].get(name), logs[args.b].get(name)
+        if left is None or right is None:
+            print(f"{name}: only in {args.a if right is None else args.b}")
+            differ += 1
+            continue
+        why = _first_difference(_events(left, ignore), _events(right, ignore))
+        print(f"{name}: {'same' if why is None else why}")
+        differ += why is not None
+    total = len(logs[args.a].keys() | logs[args.b].keys())
+    print(f"{total - differ} of {total} episodes the same")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
