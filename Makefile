@@ -41,7 +41,8 @@ install: $(STAMP)
 install-dev: $(DEV_STAMP)
 
 # The system at its best here, in three parts (README, "What `make demo` shows"):
-#  1. the fast pathway's full system (swift-amm-srm, AMM warmed up on the 60 warm-up episodes) on one
+#  1. the best CPU system (expert-amm-srm: imitation Swift + hand-written task procedures + AMM + SRM,
+#     AMM warmed up on the 60 warm-up episodes) on one
 #     test variation of every task: needs fastslow only, so it runs while the embedded LLM builds
 #     (llama-cpp-python from source, in the background; log in $(DEMO_OUT)/install-llm.log);
 #  2. the full system with the embedded LLM as Sage and Critic on two short test episodes (12 steps:
@@ -52,7 +53,7 @@ DEMO_OUT ?= runs/demo
 demo: $(BASE_STAMP)
 	mkdir -p $(DEMO_OUT)
 	$(MAKE) --no-print-directory install > $(DEMO_OUT)/install-llm.log 2>&1 & build=$$!; \
-	$(VENV)/bin/fastslow eval --config swift-amm-srm --set test --limit-per-task 1 --warmup --workers 2 \
+	$(VENV)/bin/fastslow eval --config expert-amm-srm --set test --limit-per-task 1 --warmup --workers 2 \
 		--out $(DEMO_OUT)/fast && \
 	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast --out $(DEMO_OUT)/fast-report && \
 	echo "waiting for the embedded LLM's build to finish (log: $(DEMO_OUT)/install-llm.log)" && \

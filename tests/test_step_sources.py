@@ -42,7 +42,7 @@ STEP_LIMIT = ["env.step_limit=12"]
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sources") / "run"
-    evaluate(load_config("swift-only", STEP_LIMIT), [PAINT, LIFE], out)
+    evaluate(load_config("expert", STEP_LIMIT), [PAINT, LIFE], out)
     return out
 
 
@@ -118,7 +118,7 @@ def test_no_procedure_step_with_the_task_logic_off(env: ScienceWorldAdapter) -> 
 
 def test_a_procedure_action_swift_ranked_first_too_is_still_the_procedures(env: ScienceWorldAdapter) -> None:
     """The rule decided the action even when the learned Swift's own top is the same action."""
-    config = load_config("swift-only")
+    config = load_config("expert")
     first = env.reset(PAINT.task_id, PAINT.variation)
     name = get_task(PAINT.task_id).name
     policy = make_policy(config.swift)

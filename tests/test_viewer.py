@@ -69,7 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("viewer")
     fast = root / "fast"
     evaluate(
-        load_config("swift-amm-srm"),
+        load_config("expert-amm-srm"),
         [*select_episodes("test", tasks="0,4", limit_per_task=1), *FAILING],
         fast,
         warmup=True,

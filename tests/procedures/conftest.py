@@ -28,7 +28,7 @@ def play_swift_only(env: ScienceWorldAdapter) -> Callable[[int, int], Played]:
     from fastslow.events import EnvStep, ListSink
 
     def play(task: int, variation: int) -> Played:
-        config = load_config("swift-only")
+        config = load_config("expert")
         sink = ListSink()
         outcome = run_episode(env, make_agent(config), Episode(task, variation), config, sink)
         return outcome, [e for e in sink.events if isinstance(e, EnvStep)]

@@ -37,13 +37,16 @@ def _task_specific(decision: GateDecision) -> bool:
     )
 
 
-SHIPPED = ["swift-only", "swift-amm", "swift-srm", "swift-amm-srm", "baseline", "full"]
+WITH_TASK_LOGIC = ["expert", "expert-amm-srm", "baseline", "full"]
+LEARNED = ["swift-only", "swift-amm", "swift-srm", "swift-amm-srm"]
+"""The fast-pathway 2x2 is the learned Swift with the general safety policy; `expert*` add the task logic."""
 
 
-@pytest.mark.parametrize("name", SHIPPED)
-def test_the_shipped_configurations_keep_their_task_logic(name: str) -> None:
-    assert load_config(name).procedures.enabled
-    assert not load_config(name, ["procedures.enabled=false"]).procedures.enabled
+@pytest.mark.parametrize("name", WITH_TASK_LOGIC + LEARNED)
+def test_the_configuration_names_say_whether_task_logic_runs(name: str) -> None:
+    assert load_config(name).procedures.enabled is (name in WITH_TASK_LOGIC)
+    for value in ("true", "false"):
+        assert load_config(name, [f"procedures.enabled={value}"]).procedures.enabled is (value == "true")
 
 
 def test_the_old_key_names_the_new_one() -> None:

@@ -20,7 +20,7 @@ from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, Event, 
 
 
 def test_swift_only_plays_a_task0_test_variation(env: ScienceWorldAdapter) -> None:
-    config = load_config("swift-only", ["env.step_limit=12"])
+    config = load_config("expert", ["env.step_limit=12"])
     assert config.agent.kind == "swiftsage" and config.swift.backend == "imitation"
     assert config.controller.sage_enabled is False and config.controller.swift_policy is True
     agent = make_agent(config)
