@@ -165,24 +165,18 @@ def evaluate(
         check_warmup(config, warmup_agent)
     check_models(config)  # a model server that is down fails here, before anything is written
     check_out_dir(out)
+    ids = [e.episode_id for e in episodes]
+    spec = warmup_spec(config, warmup_agent) if warmup else None
     if claimed_run(out) is None:
-        check_claim(
-            out,
-            config,
-            [e.episode_id for e in episodes],
-            overrides=overrides,
-            warmup=warmup_spec(config, warmup_agent) if warmup else None,
-            restart=restart,
-            extend=extend,
-        )
+        check_claim(out, config, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend)
     prepare_out_dir(out)
     with run_lock(out):
         record = claimed_run(out) or claim_run(
             out,
             config,
-            [e.episode_id for e in episodes],
+            ids,
             overrides=overrides,
-            warmup=warmup_spec(config, warmup_agent) if warmup else None,
+            warmup=spec,
             workers=workers,
             executor=executor,
             restart=restart,
