@@ -5,9 +5,14 @@
 Every ``events/<episode>.jsonl`` of A is read beside B's file of the same name; each event is compared
 without its timing fields (``t``, ``duration_ms``, ``latency_s``, ``latency_ms``, ``wall_s``) and, in
 the episode header, without what names the code rather than the play (``config``, ``git_commit``,
-``versions``; the resolved config changes when a config section moves). Prints one line per episode
+``versions``; the resolved config changes when a config section moves). AMM record ids are random, so
+they are compared by order of first appearance (``record_id``, ``ids``). Prints one line per episode
 (``same`` or the first differing event) and a summary; exit 0 when every episode is the same, 1 when
-one differs or exists on one side only, 2 on bad input.
+one differs or exists on one side only, 2 on bad input. ScienceWorld 1.2.3 is not fully deterministic
+(two runs of one commit can differ): an episode whose first difference is an ``env_step`` with the same
+action, source and reason but another answer of the environment (``observation``, ``score``,
+``n_valid``, ...) is reported as ``same decisions until the environment diverged`` and counted apart;
+run the old commit twice to see which episodes do that on their own.
 """
 
 from __future__ import annotations
@@ -20,6 +25,28 @@ from typing import Any
 
 TIMING = ("t", "duration_ms", "latency_s", "latency_ms", "wall_s")
 HEADER = ("config", "git_commit", "versions")
+RECORD_IDS = ("record_id", "ids")
+ENV_FIELDS = {"observation", "score", "reward", "moves", "end", "n_valid"}
+"""What the environment answers in an ``env_step`` (the rest is the agent's decision)."""
+DIVERGED = "same decisions until the environment diverged"
+
+
+def _canonical_ids(events: list[dict[str, Any]]) -> None:
+    """Replace each AMM record id by its rank of first appearance in the episode (r1, r2, ...)."""
+    seen: dict[str, str] = {}
+
+    def name(rid: Any) -> Any:
+        if not isinstance(rid, str):
+            return rid
+        return seen.setdefault(rid, f"r{len(seen) + 1}")
+
+    for event in events:
+        for key in RECORD_IDS:
+            value = event.get(key)
+            if isinstance(value, list):
+                event[key] = [name(v) for v in value]
+            elif value is not None:
+                event[key] = name(value)
 
 
 def _events(path: Path, ignore: set[str]) -> list[dict[str, Any]]:
@@ -30,6 +57,7 @@ def _events(path: Path, ignore: set[str]) -> list[dict[str, Any]]:
         event = json.loads(line)
         drop = ignore | (set(HEADER) if event.get("event") == "episode_start" else set())
         events.append({k: v for k, v in event.items() if k not in drop})
+    _canonical_ids(events)
     return events
 
 
@@ -39,6 +67,8 @@ def _first_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
             keys = sorted(k for k in x.keys() | y.keys() if x.get(k) != y.get(k))
             what = x.get("event", "?")
             step = x.get("step", "")
+            if what == "env_step" and set(keys) <= ENV_FIELDS:
+                return f"{DIVERGED} at step {step} ({', '.join(keys)})"
             return f"event {i} ({what}, step {step}) differs in {', '.join(keys)}"
     if len(a) != len(b):
         return f"{len(a)} vs {len(b)} events"
@@ -59,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         logs[side] = {p.name: p for p in folder.glob("*.jsonl")}
     ignore = set(TIMING) | set(args.ignore)
-    differ = 0
+    differ = diverged = 0
     for name in sorted(logs[args.a].keys() | logs[args.b].keys()):
         left, right = logs[args.a].get(name), logs[args.b].get(name)
         if left is None or right is None:
@@ -68,9 +98,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         why = _first_difference(_events(left, ignore), _events(right, ignore))
         print(f"{name}: {'same' if why is None else why}")
-        differ += why is not None
+        if why is not None and why.startswith(DIVERGED):
+            diverged += 1
+        elif why is not None:
+            differ += 1
     total = len(logs[args.a].keys() | logs[args.b].keys())
-    print(f"{total - differ} of {total} episodes the same")
+    same = total - differ - diverged
+    print(f"{same} of {total} episodes the same, {diverged} with {DIVERGED}")
     return 1 if differ else 0
 
 

@@ -121,7 +121,7 @@ def test_each_vocabulary_refuses_an_unknown_value(event: Event) -> None:
 def test_vocabularies_match_the_modules_that_emit_them() -> None:
     """Until controller/reflection/memory take their names from ``fastslow.vocab``, their own constants
     must say the same (tests may import every layer; events.py may not)."""
-    from fastslow.controller.escalation import Block, Rule
+    from fastslow.controller.arbiter import Block, Rule
     from fastslow.memory.injection import Audience
     from fastslow.reflection.stagnation import PATTERNS
 

@@ -4,16 +4,25 @@ last non-negative score; strict: -100 counts as 0), and the bootstrap interval b
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
-from fastslow.eval.metrics import EpisodeSummary, compute_metrics, summarize_log, torn_line
+from fastslow.eval.metrics import compute_metrics, summarize_log, torn_line
+from fastslow.eval.records import EpisodeResult
 from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, Event, dump_events
 
 
-def _ep(task: int, variation: int, score: int, steps: int = 10) -> EpisodeSummary:
+def _ep(task: int, variation: int, score: int, steps: int = 10) -> EpisodeResult:
     end = EndState.SUCCESS if score == 100 else EndState.FAILURE if score < 0 else EndState.STEP_LIMIT
-    return EpisodeSummary(f"{task:02d}-{variation:04d}", task, variation, end, score, steps, 1.0, None)
+    return EpisodeResult(
+        episode_id=f"{task:02d}-{variation:04d}",
+        task_id=task,
+        variation=variation,
+        end=end,
+        final_score=score,
+        steps=steps,
+        wall_s=1.0,
+        error=None,
+    )
 
 
 def test_macro_mean_counts_failures_as_zero() -> None:
@@ -46,9 +55,9 @@ def test_bootstrap_interval_collapses_without_variance_and_is_reproducible() -> 
 
 
 def test_seed_spread_is_the_per_seed_macro_mean_and_its_std() -> None:
-    def seeded(task: int, variation: int, score: int, seed: int) -> EpisodeSummary:
+    def seeded(task: int, variation: int, score: int, seed: int) -> EpisodeResult:
         episode_id = f"{task:02d}-{variation:04d}-s{seed}"
-        return replace(_ep(task, variation, score), episode_id=episode_id, seed=seed)
+        return _ep(task, variation, score).model_copy(update={"episode_id": episode_id, "seed": seed})
 
     # seed 0: task 7 -> 100, task 8 -> (50 + 0) / 2 = 25 -> macro 62.5; seed 1: 100 and 50 -> 75.
     eps = [seeded(7, 1, 100, 0), seeded(8, 1, 50, 0), seeded(8, 2, -100, 0)]

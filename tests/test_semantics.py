@@ -13,10 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from fastslow.agents.base import Decision
 from fastslow.config import load_config
+from fastslow.controller.arbiter import is_failure as escalation_failure
 from fastslow.controller.config import EscalationConfig
-from fastslow.controller.escalation import Arbiter
-from fastslow.controller.escalation import is_failure as escalation_failure
+from fastslow.controller.escalation import SwiftSageArbiter
+from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import (
@@ -210,13 +212,17 @@ def test_refusal_markers_are_one_configurable_set() -> None:
 
 
 def test_configured_markers_reach_escalation_and_stagnation(env: ScienceWorldAdapter) -> None:
-    arbiter = Arbiter(EscalationConfig(), markers=("can't",))
-    arbiter.executed("open table", "swift", "The table is not openable.", 0, 1)
+    def executed(arbiter: SwiftSageArbiter, action: str, observation: str, step: int) -> None:
+        result = StepResult(observation, 0, 0, step, step, "", "", "", (), EndState.RUNNING)
+        arbiter.executed(Decision(action, "swift"), result)
+
+    arbiter = SwiftSageArbiter(EscalationConfig(), markers=("can't",))
+    executed(arbiter, "open table", "The table is not openable.", 1)
     assert arbiter.failure_streak == 0
-    arbiter.executed("pick up air", "swift", "You can't pick up a gas directly.", 0, 2)
+    executed(arbiter, "pick up air", "You can't pick up a gas directly.", 2)
     assert arbiter.failure_streak == 1
-    default = Arbiter(EscalationConfig())
-    default.executed("open table", "swift", "The table is not openable.", 0, 1)
+    default = SwiftSageArbiter(EscalationConfig())
+    executed(default, "open table", "The table is not openable.", 1)
     assert default.failure_streak == 1
     # The stagnation detector's invalid loop with and without "not" as a marker, on real refusals.
     runs = {}

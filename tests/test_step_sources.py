@@ -16,8 +16,9 @@ import pytest
 
 from fastslow.build import make_agent
 from fastslow.config import load_config
-from fastslow.controller.controller import Chosen
-from fastslow.controller.hooks import PolicyHook, ProcedureHook, ProposalTurn
+from fastslow.controller.arbiter import Chosen
+from fastslow.core.hooks import ProposalTurn
+from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -26,9 +27,10 @@ from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import load_run, write_report
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, ListSink
+from fastslow.procedures.hook import ProcedureHook
 from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.swift import make_policy, make_proposer
-from fastslow.swift.base import Candidate, Proposal
+from fastslow.swift.hook import PolicyHook
 from fastslow.view.data import open_runs
 from fastslow.vocab import PROCEDURE_RULES, STEP_SOURCES, SWIFT_BRANCH
 
@@ -124,14 +126,15 @@ def test_a_procedure_action_swift_ranked_first_too_is_still_the_procedures(env: 
     policy = make_policy(config.swift)
     judged = TaskLogic().judged(first, name, general_focus_check(policy.focus_allowed, name))
     assert judged is not None and judged.rule == "procedure:paint"
-    hooks = [PolicyHook(policy), ProcedureHook(TaskLogic(), policy)]
+    hooks = [PolicyHook(policy), ProcedureHook(TaskLogic(), policy.focus_allowed)]
     traj = Trajectory(PAINT.task_id, name, PAINT.variation, first.task_description, first)
     others = [a for a in first.valid_actions if a != judged.action][:2]
     swift_top = Proposal(
-        (Candidate(judged.action, 9.0), *(Candidate(a, 1.0) for a in others)), confidence=0.9
+        (RankedAction(judged.action, 9.0), *(RankedAction(a, 1.0) for a in others)), confidence=0.9
     )
     turn = ProposalTurn(make_proposer(config.swift), traj, first, hooks, lambda p: False)
-    ranked, note = turn.run(swift_top)
+    revision = turn.run(swift_top)
+    ranked, note = revision.proposal, revision.note
     top = ranked.candidates[0]
     assert (top.action, top.decided_by, note) == (judged.action, "procedure:paint", "")
     assert all(c.decided_by is None for c in ranked.candidates[1:])

@@ -18,7 +18,7 @@ import pytest
 
 import fastslow.controller.sage as sage_mod
 import fastslow.memory.injection as injection_mod
-import fastslow.reflection.critic as critic_mod
+import fastslow.reflection.critic.llm as critic_mod
 import fastslow.swift.t5_format as t5_mod
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage

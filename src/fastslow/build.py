@@ -9,19 +9,83 @@ injecting what the real run would load (a scripted Sage, a scripted Swift, a sto
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from fastslow.agents import Agent, OracleAgent
 from fastslow.config import RunConfig
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.hooks import Modules, process_amm
 from fastslow.controller.sage import Sage
+from fastslow.core.focus import FocusJudge
+from fastslow.core.hooks import LoopHook
+from fastslow.core.proposal import Proposer
+from fastslow.core.step import StepResult
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
+from fastslow.events import EventSink
+from fastslow.memory.hook import AmmHook
 from fastslow.memory.hooks import Amm
-from fastslow.memory.stores import BulkStore
+from fastslow.memory.stores import BulkStore, shared_store
 from fastslow.models import ChatModel, make_model
 from fastslow.models.breaker import guard
 from fastslow.models.config import ModelConfig
 from fastslow.procedures.focus import TaskFocusRules
+from fastslow.procedures.hook import ProcedureHook
 from fastslow.procedures.logic import TaskLogic
-from fastslow.swift.base import Proposer
+from fastslow.reflection.config import CriticConfig, SrmConfig
+from fastslow.reflection.hook import SrmHook
+from fastslow.reflection.srm import Srm
+from fastslow.swift.hook import PolicyHook
+from fastslow.swift.policy import SafetyPolicy
+
+
+@dataclass
+class Modules:
+    """The module parts of one worker process (``core.hooks.HookFactory``), built once by
+    ``build_swiftsage``; all None = the baseline. ``episode`` makes one episode's hooks."""
+
+    srm: SrmConfig | None = None
+    """SRM's section (Gate-1, stagnation, Critic switch); None = no SRM hook."""
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    """The Critic's budget, cooldown, kind and model (used with ``srm``)."""
+    amm: Amm | None = None
+    """AMM with the process's store; None when ``amm.enabled`` is off (AMM is never constructed)."""
+    critic_model: ChatModel | None = None
+    """Shared model of the LLM Critic (Sage's own when both name the same model)."""
+    policy: SafetyPolicy | None = None
+    """Swift's safety policy (``controller.swift_policy``); None leaves Swift's ranking as proposed."""
+    procedures: TaskLogic | None = None
+    """The hand-written task logic (``procedures.enabled``, with the policy); None: no procedure hook."""
+    focus_judge: FocusJudge | None = None
+    """The task-specific focus rules SRM applies (``procedures.enabled``); None: its general rules."""
+    warmup: bool = False
+    """These episodes fill the store (``fastslow eval --warmup``): they write even in frozen mode."""
+    markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
+    """The run's failure markers (``env.failure_markers``), for SRM's stagnation detector."""
+
+    def episode(self, memory_key: str, sink: EventSink, first: StepResult) -> list[LoopHook]:
+        """The hooks of one episode, in the order the controller walks them: policy, procedures, AMM,
+        SRM (AMM's Critic evidence reaches SRM's hook as a callable)."""
+        hooks: list[LoopHook] = []
+        if self.policy is not None:
+            hooks.append(PolicyHook(self.policy))
+            if self.procedures is not None:
+                hooks.append(ProcedureHook(self.procedures, self.policy.focus_allowed))
+        amm = None
+        if self.amm is not None:
+            amm = AmmHook(self.amm.episode(memory_key, sink, warmup=self.warmup))
+            hooks.append(amm)
+        if self.srm is not None:
+            srm = Srm.for_episode(
+                self.srm,
+                self.critic,
+                first,
+                sink=sink,
+                model=self.critic_model,
+                markers=self.markers,
+                judge=self.focus_judge,
+            )
+            if srm is not None:
+                hooks.append(SrmHook(srm, amm.critic_memories if amm is not None else None))
+        return hooks
 
 
 def required_models(config: RunConfig) -> dict[str, ModelConfig]:
@@ -87,7 +151,7 @@ def build_swiftsage(
         critic_model = guard(critic_model, "critic", config.critic.model)
     amm = None
     if config.amm.enabled:
-        amm = Amm(config.amm, store) if store is not None else process_amm(config.amm)
+        amm = Amm(config.amm, store if store is not None else shared_store(config.amm))
     procedures = config.procedures.enabled
     modules = Modules(
         srm=srm if srm.enabled else None,
@@ -111,7 +175,7 @@ def build_swiftsage(
         swift,
         sage,
         ctl,
-        modules=modules,
+        hooks=modules,
         min_confidence=config.swift.min_confidence,
         # Gate-1 on: text no check admitted never reaches the environment (a harmless look instead).
         unresolved_fallback=srm.enabled and srm.gate.enabled,

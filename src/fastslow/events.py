@@ -5,6 +5,12 @@ run can be re-scored, compared or audited after the fact. One file holds one epi
 ``episode_start`` header, then one event per env step and per model call, then ``episode_end``.
 A file without ``episode_end`` is an unfinished episode (crash, kill) and is ignored by metrics.
 
+One step convention: every event's ``step`` is the number of env steps the episode had taken when the
+event was emitted (``StepResult.steps``; ``reset`` is 0). The ``env_step`` of the n-th action is emitted
+after it and carries n; everything decided before that action (Swift's proposal, Gate-1, an escalation,
+a Sage round and its model calls, a buffer pop) carries n - 1; what follows it (memory writes, the
+stagnation detector, the Critic) carries n.
+
 Fields with a fixed vocabulary (escalation rules, stagnation patterns, AMM triggers and targets, model
 roles, ...) are typed with the Literals of ``fastslow.vocab``: a value outside them does not parse, and
 ``iter_events`` reports the file and line (``CorruptLogError``).
@@ -87,7 +93,7 @@ class EnvStep(_Event):
 
     event: Literal["env_step"] = "env_step"
     step: int
-    """1-based env-step index within the episode."""
+    """Env steps taken, this one included: the n-th action of the episode carries n."""
     action: str
     source: StepSource
     """Who chose the action (``vocab.StepSource``): swift, procedure, fallback, sage, critic, oracle,

@@ -31,6 +31,9 @@ StagnationPattern = Literal[
 """SRM stagnation detector patterns (paper §3.2), main pattern first when several fire at once
 (``reflection.stagnation.PATTERNS``)."""
 STAGNATION_PATTERNS: tuple[StagnationPattern, ...] = get_args(StagnationPattern)
+NAVIGATION_LOOP: StagnationPattern = "navigation_loop"
+"""The navigation pattern, which AMM's Critic evidence and the Critic treat apart (a report of only this
+one is the authors' "move spam" exception)."""
 
 CriticKind = Literal["llm", "rules"]
 """The SRM Critic's backends (paper §3.2: the LLM Critic; the fast pathway's deterministic rules)."""

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.parsing import parse_actions, to_func
+from fastslow.controller.parsing import parse_actions
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
+from fastslow.env.func_actions import to_func
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import Event
 from fastslow.models.base import Message
 from fastslow.models.scripted import ScriptedModel
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 
 
 class ScriptedSwift:
@@ -31,7 +32,7 @@ class ScriptedSwift:
         else:
             actions = [self.script[min(self.calls, len(self.script) - 1)]]
         self.calls += 1
-        cands = tuple(Candidate(a, 1.0 - 0.1 * i) for i, a in enumerate(actions))
+        cands = tuple(RankedAction(a, 1.0 - 0.1 * i) for i, a in enumerate(actions))
         return Proposal(cands, 0.9 if cands else 0.0)
 
 

@@ -34,10 +34,11 @@ from fastslow.build import build_swiftsage
 from fastslow.config import AgentConfig, EnvConfig, RunConfig, load_config
 from fastslow.controller.config import ControllerConfig, SageRunConfig
 from fastslow.controller.demos import build_demo, demos_for, demos_path, fold_repeats, load_demos
-from fastslow.controller.parsing import PlanFormatError, from_func, parse_authors, to_func
+from fastslow.controller.parsing import PlanFormatError, parse_authors
 from fastslow.controller.sage import PlanRequest, Sage, estimate_tokens
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import Episode
+from fastslow.env.func_actions import from_func, to_func
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import all_tasks, get_task
 from fastslow.env.valid import authors_failed

@@ -11,6 +11,7 @@ import pytest
 from controller.helpers import Run
 from fastslow.build import build_swiftsage
 from fastslow.config import load_config
+from fastslow.core.proposal import Proposer
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.runner import run_episode
@@ -19,7 +20,6 @@ from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.sqlite import SqliteStore
 from fastslow.models.base import Message
 from fastslow.models.scripted import ScriptedModel
-from fastslow.swift.base import Proposer
 
 Reply = Sequence[str] | Callable[[Sequence[Message]], str]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.memory.records import MemoryRecord
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 
 
 class MemorySwift:
@@ -26,7 +26,7 @@ class MemorySwift:
             actions = [m.action for m in memories]
         else:
             actions = self.default
-        return Proposal(tuple(Candidate(a, 1.0 - 0.1 * i) for i, a in enumerate(actions)), 0.9)
+        return Proposal(tuple(RankedAction(a, 1.0 - 0.1 * i) for i, a in enumerate(actions)), 0.9)
 
 
 def record(action: str, observation: str, *, task_id: int = 13, **kw: Any) -> MemoryRecord:

@@ -14,7 +14,7 @@ import pytest
 from controller.helpers import Run, ScriptedSwift, is_plan_prompt, sage_replies
 from fastslow.build import build_swiftsage
 from fastslow.config import load_config
-from fastslow.controller.hooks import AmmHook
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -24,10 +24,10 @@ from fastslow.eval.metrics import memory_episode, paper_episode
 from fastslow.eval.runner import run_episode
 from fastslow.events import CriticCall, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import RetrievalConfig
+from fastslow.memory.hook import AmmHook
 from fastslow.memory.hooks import Amm
 from fastslow.memory.stores.sqlite import SqliteStore
 from fastslow.models.scripted import ScriptedModel
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from integration.helpers import record
 
 Play = Callable[..., Run]
@@ -67,7 +67,7 @@ class Recorder:
         shown = [m.action for m in memories or []]
         self.seen.append((shown, [t.score for t in traj.turns], traj.current.score))
         action = self.script(len(self.seen) - 1, shown)
-        return Proposal((Candidate(action, 1.0),), 0.9)
+        return Proposal((RankedAction(action, 1.0),), 0.9)
 
 
 def to_kitchen_then_no_door(call: int, memories: list[str]) -> str:
@@ -191,7 +191,7 @@ def test_t1_climbs_one_rung_per_swift_failure_in_a_row(env: ScienceWorldAdapter,
     sink = ListSink()
     hooks = Amm(cfg, store).episode("13-0", sink)
     traj = start(env, LIFE_STAGES)
-    garbage = Proposal((Candidate("dance wildly", 1.0),), 0.9)
+    garbage = Proposal((RankedAction("dance wildly", 1.0),), 0.9)
 
     def failing(failed: bool = True, forced: str | None = None) -> str:
         before = len(sink.events)

@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from controller.helpers import Run, ScriptedSwift, sage_replies
+from fastslow.controller.arbiter import Chosen, Timestep
 from fastslow.controller.authors import AuthorsArbiter
 from fastslow.controller.config import EscalationConfig
-from fastslow.controller.controller import Chosen
-from fastslow.controller.hooks import SrmHook
 from fastslow.reflection.critic import Critic
+from fastslow.reflection.hook import SrmHook
 
 Play = Callable[..., Run]
 
@@ -246,13 +246,13 @@ def test_the_gate_drop_counters_and_the_loop_break_fallback(play_modules: Play) 
     forced = arbiter.check(None, 5)
     assert forced is not None and "gate-drop loop" in forced[1]
     assert arbiter.blocked(5, forced[0]) is None
-    arbiter.sage_called(5, ("hallway", "", ""))
+    arbiter.sage_called(5, traj.current)
     arbiter.start_iteration(5)
     assert (
         arbiter.gate_dropped("focus on x", "GATE_INVALID:focus_limit", 5, sage_available=True) == "fallback"
     )
-    view = agent.resolver.view(traj.current, traj)
-    assert agent._loopbreak(view) == Chosen(LOOK, "fallback")
+    now = Timestep(agent.resolver.view(traj.current, traj), agent.resolver, traj, sage_available=True)
+    assert arbiter._loopbreak(now) == Chosen(LOOK, "fallback")
 
 
 def test_the_loop_guard_of_the_same_step_clears_what_the_critic_injected(play_modules: Play) -> None:

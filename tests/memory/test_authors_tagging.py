@@ -21,6 +21,7 @@ from fastslow.memory.config import AmmConfig, SalienceConfig
 from fastslow.memory.hooks import Amm, AmmHooks
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.salience import AUTHORS_SUBTAGS, best_score_before
+from fastslow.memory.stores import open_store
 
 CHEMISTRY_MIX, FIND_ANIMAL, FIND_NON_LIVING, LIFE_STAGES_2 = 2, 5, 7, 13
 GARBAGE = "xyzzy frobnicate the quux"
@@ -35,7 +36,7 @@ def authors_hooks(tmp_path: Path, sink: ListSink, **write: object) -> AmmHooks:
         path=str(tmp_path / "m.sqlite"),
         write=SalienceConfig(**{**paper.model_dump(), **write}),
     )
-    return Amm(cfg).episode("test-ep", sink)
+    return Amm(cfg, open_store(cfg)).episode("test-ep", sink)
 
 
 def table(sink: ListSink) -> list[tuple[int, str, str]]:

@@ -16,6 +16,7 @@ from amm_helpers import play, start
 from store_helpers import plant_postgres_row, plant_sqlite_row
 
 from fastslow.cli import main
+from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.metrics import memory_usage
 from fastslow.events import EndState, EpisodeEnd, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
@@ -26,7 +27,6 @@ from fastslow.memory.stores import BulkStore
 from fastslow.memory.stores.base import scoped_text
 from fastslow.memory.stores.postgres import PostgresStore
 from fastslow.memory.stores.sqlite import SqliteStore
-from fastslow.swift.base import Candidate, Proposal
 
 GOOD = MemoryRecord(
     task_id=0,
@@ -121,7 +121,7 @@ def test_searches_that_skip_bad_rows_are_store_errors_in_the_log_and_metrics(
     hooks = Amm(AmmConfig(enabled=True), store).episode("0-0", sink)
     traj = start(env, 0, 0)  # boil, the bad rows' task
     play(env, traj, hooks, ["teleport to kitchen"])  # the query now names the rows' room
-    t1 = hooks.t1_ladder(traj, lambda memories: Proposal((Candidate("xyzzy", 1.0),), 0.9))
+    t1 = hooks.t1_ladder(traj, lambda memories: Proposal((RankedAction("xyzzy", 1.0),), 0.9))
     t4 = hooks.t4(traj)
     assert t1.proposal is None and t1.retries >= 1  # Swift was retried with the good memory
     assert t4.ok and [r.id for r in t4.records] == [GOOD.id]

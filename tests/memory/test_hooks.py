@@ -9,13 +9,14 @@ from typing import TypeVar
 import pytest
 from amm_helpers import play, start
 
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, InjectionConfig
 from fastslow.memory.hooks import Amm
+from fastslow.memory.stores import open_store
 from fastslow.memory.stores.sqlite import SqliteStore
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 
 FIND_NON_LIVING = 7
 E = TypeVar("E")
@@ -37,24 +38,26 @@ class MemoryFollower:
         self.calls.append(actions)
         valid = set(traj.current.valid_actions)
         pick = next((a for a in actions if a in valid), GARBAGE) if self.use_memories else GARBAGE
-        return Proposal((Candidate(pick, 1.0),), 0.9)
+        return Proposal((RankedAction(pick, 1.0),), 0.9)
 
 
 @pytest.fixture(scope="module")
 def warm_store(env: ScienceWorldAdapter, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store after one warm-up episode: the gold path of find-non-living-thing plus one invalid action."""
     path = tmp_path_factory.mktemp("amm") / "warm.sqlite"
-    amm = Amm(AmmConfig(enabled=True, path=str(path)))
-    hooks = amm.episode("warmup-7-0", ListSink(), warmup=True)
+    cfg = AmmConfig(enabled=True, path=str(path))
+    store = open_store(cfg)
+    hooks = Amm(cfg, store).episode("warmup-7-0", ListSink(), warmup=True)
     traj = start(env, FIND_NON_LIVING, 0, gold=True)
     gold = env.gold_actions
     play(env, traj, hooks, [GARBAGE, *gold])
-    amm.close()
+    store.close()
     return path
 
 
 def amm_on(path: Path, **cfg: object) -> Amm:
-    return Amm(AmmConfig(enabled=True, path=str(path), **cfg))  # type: ignore[arg-type]
+    amm_cfg = AmmConfig(enabled=True, path=str(path), **cfg)
+    return Amm(amm_cfg, open_store(amm_cfg))
 
 
 def of_type(sink: ListSink, kind: type[E]) -> list[E]:

@@ -26,6 +26,7 @@ from fastslow.memory.hooks import Amm
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.retrieval import MemoryRetriever, authors_query, hybrid_search, rrf_fuse, state_query
 from fastslow.memory.stores import BulkStore, MemoryStoreError
+from fastslow.memory.stores import open_store as store_of
 from fastslow.memory.stores.postgres import PostgresStore
 from fastslow.memory.stores.sqlite import SqliteStore
 from fastslow.memory.stores.vectors import embedder_for
@@ -71,14 +72,14 @@ def real_records(env: ScienceWorldAdapter, tmp_path_factory: pytest.TempPathFact
     a refused action, each played once (module scope: ScienceWorld steps are the slow part)."""
     path = tmp_path_factory.mktemp("real") / "m.sqlite"
     cfg = AmmConfig(enabled=True, path=str(path), write=load_config("amm").amm.write)
-    amm = Amm(cfg)
+    amm = Amm(cfg, store_of(cfg))
     try:
         for task in (CHEMISTRY_MIX, FIND_NON_LIVING, LIFE_STAGES_2):
             traj = start(env, task, 0, gold=True)
             play(env, traj, amm.episode(f"ep-{task}", ListSink()), [GARBAGE, *env.gold_actions])
         return list(amm.store.iter_all())
     finally:
-        amm.close()
+        amm.store.close()
 
 
 def test_vectors_are_written_with_the_rows_and_read_back(
@@ -214,7 +215,7 @@ def test_rrf_weights_and_ties() -> None:
 def test_the_retriever_ranks_hybrid_without_filters(env: ScienceWorldAdapter, tmp_path: Path) -> None:
     cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), write=load_config("amm").amm.write,
                     retrieval=HYBRID)  # fmt: skip
-    amm = Amm(cfg)
+    amm = Amm(cfg, store_of(cfg))
     sink = ListSink()
     hooks = amm.episode("ep", sink)
     traj = start(env, FIND_NON_LIVING, 0, gold=True)
@@ -237,7 +238,7 @@ def test_the_retriever_ranks_hybrid_without_filters(env: ScienceWorldAdapter, tm
         "",
         "",
     ]
-    amm.close()
+    amm.store.close()
 
 
 def test_the_authors_queries_differ_only_in_their_rung_lines(
@@ -249,7 +250,7 @@ def test_the_authors_queries_differ_only_in_their_rung_lines(
     query searches with that text."""
     cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), write=load_config("amm").amm.write,
                     retrieval=HYBRID.model_copy(update={"query": "authors"}))  # fmt: skip
-    amm = Amm(cfg)
+    amm = Amm(cfg, store_of(cfg))
     sink = ListSink()
     hooks = amm.episode("ep", sink)
     traj = start(env, FIND_NON_LIVING, 0, gold=True)
@@ -275,7 +276,7 @@ def test_the_authors_queries_differ_only_in_their_rung_lines(
     assert retriever.retrieve("T1", traj, 3, ("success",), rung="success") == retriever.retrieve(
         "T1", traj, 3, ("success",), rung="success", query=s1
     )
-    amm.close()
+    amm.store.close()
 
 
 def test_run_json_records_ranking_and_embedder(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from amm_helpers import play, start
 
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink
 from fastslow.memory.config import AmmConfig
@@ -26,7 +27,6 @@ from fastslow.memory.injection import neutralize, plain_text
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.sqlite import SqliteStore
 from fastslow.models.scripted import ScriptedModel
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.t5_format import render_trajectory
 
 EVASIONS = {
@@ -95,7 +95,7 @@ def test_marker_evasions_and_invisible_characters_never_reach_swift_or_sage(
 
     def retry(memories: Sequence[MemoryHint]) -> Proposal:
         swift_inputs.append(render_trajectory(traj, memories))  # the T5 Swift's input for this retry
-        return Proposal((Candidate("xyzzy", 1.0),), 0.9)
+        return Proposal((RankedAction("xyzzy", 1.0),), 0.9)
 
     hooks.t1_ladder(traj, retry)
     block = hooks.t4(traj)

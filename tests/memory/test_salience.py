@@ -11,6 +11,7 @@ from fastslow.env.tasks import get_task
 from fastslow.events import ListSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import AmmConfig, SalienceConfig
 from fastslow.memory.hooks import Amm, AmmHooks
+from fastslow.memory.stores import open_store
 from fastslow.memory.stores.sqlite import SqliteStore
 
 CHEMISTRY_MIX, FIND_ANIMAL, FIND_NON_LIVING, LIFE_STAGES_2 = 2, 5, 7, 13
@@ -18,8 +19,8 @@ GARBAGE = "xyzzy frobnicate the quux"
 
 
 def hooks_for(tmp_path: Path, sink: ListSink, **write: object) -> AmmHooks:
-    cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), write=SalienceConfig(**write))  # type: ignore[arg-type]
-    return Amm(cfg).episode("test-ep", sink)
+    cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), write=SalienceConfig(**write))
+    return Amm(cfg, open_store(cfg)).episode("test-ep", sink)
 
 
 def writes(sink: ListSink) -> list[tuple[str, str, int]]:
@@ -111,7 +112,7 @@ def test_small_gains_below_threshold_are_not_stored(env: ScienceWorldAdapter, tm
 
 def test_frozen_mode_writes_only_during_warmup(env: ScienceWorldAdapter, tmp_path: Path) -> None:
     cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), mode="frozen")
-    amm = Amm(cfg)
+    amm = Amm(cfg, open_store(cfg))
     for warmup, expected in ((False, 0), (True, 1)):
         sink = ListSink()
         hooks = amm.episode("ep", sink, warmup=warmup)

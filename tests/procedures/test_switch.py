@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastslow.build import build_swiftsage, make_agent
+from fastslow.build import Modules, build_swiftsage, make_agent
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
@@ -58,7 +58,8 @@ def test_the_old_key_names_the_new_one() -> None:
 def test_the_build_composes_the_task_logic_only_when_on(enabled: bool) -> None:
     config = load_config("swift-srm", [f"procedures.enabled={str(enabled).lower()}"])
     agent = build_swiftsage(config)
-    modules = agent.modules
+    modules = agent.hook_factory
+    assert isinstance(modules, Modules)
     assert (modules.procedures is not None) is enabled
     assert isinstance(modules.focus_judge, TaskFocusRules) is enabled
     assert isinstance(agent.swift, ImitationSwift) and agent.swift.box_features is enabled

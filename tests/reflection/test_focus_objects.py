@@ -14,19 +14,22 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from fastslow.controller.hooks import LoopHook, PolicyHook, ProcedureHook, ProposalTurn, SrmHook, StepDone
 from fastslow.controller.resolver import Resolver
+from fastslow.core.hooks import LoopHook, ProposalTurn, StepDone
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import focus_head, focus_object
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.procedures.focus import TaskFocusRules
+from fastslow.procedures.hook import ProcedureHook
 from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.reflection.config import CriticConfig, GateConfig, SrmConfig
 from fastslow.reflection.gate import Gate1
+from fastslow.reflection.hook import SrmHook
 from fastslow.reflection.srm import Srm
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
+from fastslow.swift.hook import PolicyHook
 from fastslow.swift.policy import SafetyPolicy
 from reflection.helpers import act, new_trajectory
 
@@ -103,10 +106,10 @@ class Played:
         """The safety policy's and the task logic's hooks, fed the route's steps as the controller feeds
         them."""
         policy = SafetyPolicy()
-        hooks = (PolicyHook(policy), ProcedureHook(TaskLogic(), policy))
+        hooks = (PolicyHook(policy), ProcedureHook(TaskLogic(), policy.focus_allowed))
         for prev, action, result in self.steps:
             for hook in hooks:
-                hook.after_step(StepDone(self.traj, action, "test", prev, result))
+                hook.after_step(StepDone(self.traj, action, "swift", prev, result))
         return hooks
 
 
@@ -179,7 +182,7 @@ def test_the_same_object_is_still_never_focused_on_twice(played: Played) -> None
     hook = PolicyHook(SafetyPolicy())
     for prev, action, result in played.steps:  # the route up to the first focus, recorded as it ran
         traj.record(action, "test", result)
-        hook.after_step(StepDone(traj, action, "test", prev, result))
+        hook.after_step(StepDone(traj, action, "swift", prev, result))
         if result is state:
             break
     again = _foci(state, "violet paint")
@@ -205,10 +208,10 @@ def test_a_gate_drop_reaches_the_policy_until_the_state_changes(
     policy_hook, procedure_hook = played.hooks()
     hooks: list[LoopHook] = [policy_hook, procedure_hook, SrmHook(srm, None)]
     resolver = Resolver(0.5, list(hooks), fallback_when_unresolved=True)
-    swift = Proposal((Candidate("look around", 1.0), Candidate("wait1", 0.5)), 0.9)
+    swift = Proposal((RankedAction("look around", 1.0), RankedAction("wait1", 0.5)), 0.9)
 
     def ranked() -> list[str]:
-        proposal, _ = ProposalTurn(_Unasked(), traj, now, hooks, lambda p: False).run(swift)
+        proposal = ProposalTurn(_Unasked(), traj, now, hooks, lambda p: False).run(swift).proposal
         return [c.action for c in proposal.candidates]
 
     first = ranked()

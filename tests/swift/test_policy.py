@@ -70,7 +70,7 @@ def test_no_number_answers_an_ambiguous_focus() -> None:
 def test_a_refused_action_is_not_proposed_until_state_changes() -> None:
     policy = SafetyPolicy()
     state = result()
-    policy.refused("open oven", state)  # SRM's Gate-1 dropped it here (controller.hooks.PolicyHook)
+    policy.refused("open oven", state)  # SRM's Gate-1 dropped it here (swift.hook.PolicyHook)
     scores = policy.adjust(["open oven", "wait1"], np.array([5.0, 1.0], dtype=np.float32), state, "boil")
     assert scores[0] == -np.inf and np.isfinite(scores[1])
     changed = result(inv="In your inventory, you see:\n\ta metal pot (containing nothing)")

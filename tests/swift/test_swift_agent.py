@@ -11,12 +11,13 @@ import pytest
 from fastslow.build import make_agent
 from fastslow.config import load_config
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.hooks import PolicyHook, ProcedureHook
 from fastslow.env.episodes import Episode, select_episodes
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import run_episode
 from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, Event, ListSink
+from fastslow.procedures.hook import ProcedureHook
+from fastslow.swift.hook import PolicyHook
 
 
 def test_swift_only_plays_a_task0_test_variation(env: ScienceWorldAdapter) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from fastslow.config import load_config
-from fastslow.env.semantics import NO_MATCH, ROOMS
+from fastslow.env.semantics import FOCUS, NO_MATCH, PICK_UP, ROOMS
 from fastslow.env.tasks import all_tasks
 from fastslow.memory.config import RetrievalConfig
 from fastslow.memory.records import MemoryRecord, Tag
@@ -58,7 +58,7 @@ OBJECTS = (
     "blast furnace", "chocolate", "marshmallow", "soap", "dove", "beaver", "frog egg", "butterfly",
     "axe", "bee hive", "shovel", "soil", "recipe", "book", "door", "painting", "table",
 )  # fmt: skip
-VERBS = ("pick up", "open", "move", "focus on", "activate", "pour", "mix", "look at", "use", "read")
+VERBS = (PICK_UP, "open", "move", FOCUS, "activate", "pour", "mix", "look at", "use", "read")
 OBSERVATIONS = (
     "You move the {o} to the inventory.",
     "The {o} is now open.",

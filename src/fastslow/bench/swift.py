@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from fastslow.core.proposal import Proposer
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
-from fastslow.swift.base import Proposer
 from fastslow.swift.policy import SafetyPolicy
 
 

@@ -31,14 +31,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
+from fastslow.agents.base import Decision
+from fastslow.controller.arbiter import Block, Chosen, P, Rule, SageMiss, Timestep, branch, top_prediction
 from fastslow.controller.config import EscalationConfig
-from fastslow.controller.escalation import Block, Rule
-from fastslow.controller.hooks import LoopHook, StepDone
-from fastslow.controller.resolver import Candidate, StepView, refuse
+from fastslow.core.hooks import NO_ACTIONS, BufferActions, Candidate, LoopHook, StepDone, StepView, refuse
+from fastslow.core.proposal import Proposal
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Turn
-from fastslow.env import valid as authors
+from fastslow.env import valid
 from fastslow.env.semantics import FOCUS
 
 STUCK_K = 3
@@ -56,12 +58,13 @@ of these that is valid and passes Gate-1 (none valid: the deterministic fallback
 
 def state_signature(result: StepResult) -> tuple[str, str, str]:
     """The authors' "same state" for Sage replans: room, look (200 chars), inventory (80 chars)."""
-    return (authors.current_room(result.look) or "", result.look[:200], result.inventory[:80])
+    return (valid.current_room(result.look) or "", result.look[:200], result.inventory[:80])
 
 
 @dataclass
 class AuthorsArbiter:
-    """The authors' counters over the loop and the rules that read them (same calls as ``Arbiter``)."""
+    """The authors' loop (``controller.loop: authors``; ``arbiter.Arbiter``): their counters over the
+    loop, the rules that read them, and their fallbacks."""
 
     cfg: EscalationConfig
     actions: list[str] = field(default_factory=list)
@@ -98,6 +101,21 @@ class AuthorsArbiter:
     _gate_hold: bool = False
     """Gate-1 dropped Swift's action in this iteration: no arbitration rule sends it to Sage."""
 
+    grounding: Literal["fuzzy", "authors"] = "authors"
+    hooks: Sequence[LoopHook] = ()
+    """The focus gate, when on (``controller.focus_gate``)."""
+
+    @staticmethod
+    def for_episode(
+        cfg: EscalationConfig, focus_gate: bool, task_id: int, description: str
+    ) -> AuthorsArbiter:
+        """The arbiter of one episode; with ``focus_gate`` its ``FocusGate`` is the first hook."""
+        arbiter = AuthorsArbiter(cfg)
+        if focus_gate:
+            arbiter.focus = FocusGate(task_id, description)
+            arbiter.hooks = (arbiter.focus,)
+        return arbiter
+
     def begin(self, step: int) -> None:
         """A new env step's first loop iteration."""
         if step != self._step:
@@ -127,7 +145,7 @@ class AuthorsArbiter:
         available: Sage is forced at the next iteration) or ``fallback`` (the second drop with Sage
         already run for this step: the loop-break fallback acts now)."""
         # Swift's action was chosen before the gate judged it: the consecutive-Sage streak ends there.
-        self.swift_acted()
+        self._swift_acted()
         self.failures.append(Turn(step, action, "swift", failure, 0, 0))
         self.gate_drops += 1
         self._gate_hold = True
@@ -185,7 +203,8 @@ class AuthorsArbiter:
             return Block.COOLDOWN
         return None
 
-    def sage_called(self, step: int, state: tuple[str, str, str]) -> None:
+    def sage_called(self, step: int, result: StepResult) -> None:
+        state = state_signature(result)
         self.sage_calls += 1
         self.sage_calls_this_step += 1
         self.last_sage_step = step
@@ -195,7 +214,7 @@ class AuthorsArbiter:
         self.same_state_replans = self.same_state_replans + 1 if state == self._last_sage_state else 1
         self._last_sage_state = state
 
-    def swift_acted(self) -> None:
+    def _swift_acted(self) -> None:
         """Swift's (or a fallback's) action was chosen: the consecutive-Sage and replan streaks end."""
         self.consecutive_sage = 0
         self.same_state_replans = 0
@@ -203,11 +222,129 @@ class AuthorsArbiter:
     def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
         return list(self.failures)
 
-    def executed(self, action: str, source: str, observation: str, reward: int, step: int) -> str | None:
+    def forced_label(self, step: int) -> str | None:
+        """A forced iteration is named after the focus rule whenever it holds (the authors assign its
+        reason last), which exempts the iteration from AMM's T1."""
+        if self._forced is None:
+            return None
+        if self.focus is not None and self.focus.swift_tries >= 1 and not self.focus.sage_focused:
+            return Rule.FOCUS_BEFORE_SAGE.value
+        return self._forced[0].value
+
+    def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
+        """The authors judge Swift on its top prediction only, after their rewrites."""
+        top = top_prediction(proposal, now.traj)
+        return top is None or now.resolver.ground(top.action, now.view) is None
+
+    def swift_choice(self, proposal: Proposal, now: Timestep) -> tuple[Chosen | None, str | None]:
+        """Swift's top prediction (the next one if it repeats a ``wait`` right after a wait), after their
+        rewrites, and the valid action a hook held back: the focus gate's focus, or one whose refusal is
+        a failure message (Gate-1 with ``srm.gate.drop_as_failure``)."""
+        ranked = top_prediction(proposal, now.traj)
+        if ranked is None:
+            return None, None
+        top = ranked.action
+        candidate = now.resolver.candidate(top, "swift", now.view)
+        if candidate.refused_by == "focus_gate":
+            return None, now.resolver.ground(top, now.view)
+        if candidate.failure is None:
+            return (Chosen.of(ranked, candidate.action) if candidate.action is not None else None), None
+        grounded = now.resolver.ground(top, now.view)
+        if grounded is None:  # not valid as the authors test it: their invalid-action path, not the gate
+            return None, None
+        outcome = self.gate_dropped(grounded, candidate.failure, now.step, sage_available=now.sage_available)
+        pick = self._loopbreak(now) if outcome == "fallback" else None
+        return (pick, None) if pick is not None else (None, grounded)
+
+    def held_back(
+        self, blocked: Block, rule: Rule, chosen: Chosen | None, proposal: Proposal, now: Timestep
+    ) -> Decision:
+        """Sage already ran for this step: the deterministic fallback; else the authors' held-back Swift:
+        the first valid of its top three non-focus predictions, else the nearest valid action."""
+        reason = f"{rule.value} but sage {blocked.value}"
+        if blocked is Block.PER_STEP:
+            return self.exhausted(reason, now)
+        trial = now.first([c for c in proposal.candidates if not c.action.startswith(FOCUS)][:3])
+        if trial is not None:
+            return trial.decision(f"{reason}: {trial.actor}'s first valid non-focus prediction")
+        return self._nearest(proposal, f"{reason}: no valid swift prediction", now)
+
+    def unresolved(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
+        """Never invalid text: the nearest valid action instead."""
+        return self._nearest(proposal, f"{reason}; no valid swift prediction", now)
+
+    def after_sage(
+        self, miss: SageMiss, chosen: Chosen | None, proposal: Proposal, rule: Rule, now: Timestep
+    ) -> Decision:
+        """A planning error or an empty plan: the nearest valid action to Swift's top. A plan none of
+        whose actions can run: their loop goes round once more, and Sage has already run for this env
+        step, so their deterministic fallback acts."""
+        if miss.kind in ("error", "empty"):
+            return self._nearest(proposal, f"{rule.value}: {miss.why}", now)
+        return self.exhausted(f"{rule.value}: {miss.why}", now)
+
+    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
+        """Their buffer takes the plan as parsed, valid now or not: its scan drops what cannot run."""
+        return planned or parsed
+
+    def exhausted(self, reason: str, now: Timestep) -> Decision:
+        """The authors' deterministic fallback (look around, inventory, a move, else the first action)."""
+        result = now.view.result
+        room = valid.current_room(result.look)
+        left = set(result.valid_actions)
+        for _ in range(5):  # a hook (Gate-1) may refuse the pick: the next one in the same order
+            pick = valid.deterministic_fallback(left, room)
+            if pick is None:
+                break
+            action = now.resolver.resolve(pick, "swift", now.view)
+            if action is not None:
+                return Decision(action, "fallback", f"{reason}: deterministic fallback")
+            left.discard(pick)
+        return Decision(
+            now.resolver.unresolved(None, now.view), "fallback", f"{reason}: deterministic fallback"
+        )
+
+    def _nearest(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
+        """The valid action nearest to Swift's rewritten top prediction by sentence embedding (the
+        authors' SBERT search; ``fastslow.models.embeddings``: MiniLM, or its lexical stand-in)."""
+        from fastslow.models.embeddings import default_embedder, similarity_sums
+
+        result = now.view.result
+        top = top_prediction(proposal, now.traj)
+        actions = list(result.valid_actions)
+        if top is None or not actions:
+            return self.exhausted(f"{reason}; no prediction to search from", now)
+        query = valid.rewrite(top.action, now.view.valid_set, result.look, result.inventory)
+        embedder = default_embedder("auto")
+        sums = similarity_sums([query], actions, embedder)
+        # Best first; a stable sort keeps the valid set's order among equal scores.
+        ranked = [actions[i] for i in sorted(range(len(actions)), key=lambda i: -float(sums[i]))]
+        action = now.resolver.first(ranked[:20], "swift", now.view)
+        if action is None:
+            return self.exhausted(f"{reason}; no near valid action may run", now)
+        return Decision(action, "fallback", f"{reason}: nearest valid to '{query}' ({embedder.name})")
+
+    def _loopbreak(self, now: Timestep) -> Chosen | None:
+        """The loop-break fallback after a gate-drop loop: the first of look around, inventory, wait
+        that is valid and passes the hooks, else the deterministic fallback's pick (None: nothing
+        passes, the iteration ends without a step)."""
+        result = now.view.result
+        picks = [a for a in LOOPBREAK_ACTIONS if a in result.valid_actions]
+        if not picks:
+            pick = valid.deterministic_fallback(set(result.valid_actions), valid.current_room(result.look))
+            picks = [pick] if pick is not None else []
+        action = now.resolver.first(picks, "swift", now.view)
+        return Chosen(action, "fallback") if action is not None else None
+
+    def executed(self, decision: Decision, result: StepResult) -> str | None:
         """Count an executed step; returns why the LoopGuard clears the buffer, or None."""
+        action, source = decision.action, branch(decision.source)
+        observation, reward, step = result.observation, result.reward, result.steps
+        if source == "swift":
+            self._swift_acted()
         self.actions.append(action)
         self.rewards.append(reward)
-        if authors.authors_failed(observation):
+        if valid.authors_failed(observation):
             self.failures.append(Turn(step, action, source, observation, 0, reward))
         self.no_reward_streak = self.no_reward_streak + 1 if reward <= 0 else 0
         obs = " ".join(observation.split())  # the authors compare sanitised text: whitespace aside
@@ -240,8 +377,8 @@ class FocusGate(LoopHook):
     "focus" if larger), every further focus is dropped."""
 
     def __init__(self, task_id: int, description: str) -> None:
-        self.targets = [authors.clean_unknown_substance(t) for t in authors.focus_targets(description)]
-        self.limit = authors.focus_limit(task_id, description)
+        self.targets = [valid.clean_unknown_substance(t) for t in valid.focus_targets(description)]
+        self.limit = valid.focus_limit(task_id, description)
         self.swift_tries = 0
         self.sage_focused = False
         self.useful: list[str] = []
@@ -259,15 +396,15 @@ class FocusGate(LoopHook):
         if candidate.source != "swift" or self.sage_focused:
             return candidate
         self.swift_tries += 1
-        named = any(t in authors.clean_unknown_substance(action) for t in self.targets)
+        named = any(t in valid.clean_unknown_substance(action) for t in self.targets)
         if named or self.swift_tries >= FOCUS_FREE_TRIES:
             return candidate
         return refuse(candidate, "focus_gate")
 
-    def after_step(self, step: StepDone) -> list[str]:
+    def after_step(self, step: StepDone) -> BufferActions:
         if step.action.startswith(FOCUS):
             if step.source == "sage":
                 self.sage_focused = True
             if step.result.reward > 0:
                 self.useful.append(step.action)
-        return []
+        return NO_ACTIONS

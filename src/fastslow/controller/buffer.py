@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fastslow.controller.grounding import Grounder
+from fastslow.env.grounding import Grounder
 from fastslow.env.semantics import TELEPORT
 from fastslow.vocab import StepSource
 

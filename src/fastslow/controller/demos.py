@@ -32,8 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastslow.controller.parsing import to_func
 from fastslow.core.trajectory import place_of
+from fastslow.env.func_actions import to_func
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import NO_MATCH, SUCCESS_SCORE
 from fastslow.env.tasks import all_tasks, get_task

@@ -13,43 +13,37 @@ An "Ambiguous request" is not one: the controller answers it at the next step.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
+from typing import Literal
 
+from fastslow.agents.base import Decision
+from fastslow.controller.arbiter import (
+    Block,
+    Chosen,
+    P,
+    Rule,
+    SageMiss,
+    Timestep,
+    branch,
+    is_failure,
+)
 from fastslow.controller.config import EscalationConfig
+from fastslow.core.hooks import LoopHook
+from fastslow.core.proposal import Proposal
+from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Turn
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, SWIFTSAGE_FAILURES, classify_feedback
+from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, FOCUS
 
-
-class Rule(StrEnum):
-    """Why Sage was (or would have been) called; recorded in Escalation events and Decision.reason."""
-
-    INVALID_ACTION = "invalid_action"
-    FAILURE_MESSAGES = "failure_messages"
-    FOCUS_BEFORE_SAGE = "focus_before_sage"
-    NO_PROGRESS = "no_progress"
-    NO_STEP = "no_env_step"
-    """The authors' loop only (``controller.loop: authors``): iterations without an env step."""
-
-
-class Block(StrEnum):
-    """Why Sage was not called although a rule fired: Swift acts instead."""
-
-    COOLDOWN = "cooldown"
-    CONSECUTIVE = "consecutive_sage"
-    PER_STEP = "per_step"
-    """The authors' loop only: Sage already ran for this env step."""
-
-
-def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
-    """SwiftSage's failure message test: ScienceWorld's no-match reply, or a refusal (a marker word)."""
-    return classify_feedback(observation, markers) in SWIFTSAGE_FAILURES
+log = logging.getLogger(__name__)
 
 
 @dataclass
-class Arbiter:
-    """Counters over the executed steps, and the rules that read them."""
+class SwiftSageArbiter:
+    """SwiftSage's arbitration (``controller.loop: swiftsage``; ``arbiter.Arbiter``): counters over the
+    executed steps, the rules that read them, and its fallbacks (Swift acts whenever Sage does not; text
+    no candidate grounds is sent as Swift wrote it unless Gate-1 is on)."""
 
     cfg: EscalationConfig
     markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
@@ -82,12 +76,7 @@ class Arbiter:
             self.no_action_streak = 0
         if cfg.failure_streak and self.failure_streak >= cfg.failure_streak:
             return Rule.FAILURE_MESSAGES, f"{self.failure_streak} failure messages in a row"
-        if (
-            cfg.focus_needs_sage
-            and self.sage_calls == 0
-            and swift_action
-            and swift_action.startswith("focus on")
-        ):
+        if cfg.focus_needs_sage and self.sage_calls == 0 and swift_action and swift_action.startswith(FOCUS):
             return Rule.FOCUS_BEFORE_SAGE, f"Swift wants '{swift_action}' before Sage has planned"
         if swift_action is None:
             return None
@@ -106,20 +95,65 @@ class Arbiter:
             f"{cfg.repeat_window} actions",
         )
 
-    def begin(self, step: int) -> None:
-        """A timestep starts (the authors' arbiter counts loop iterations; nothing to do here)."""
-
+    grounding: Literal["fuzzy", "authors"] = "fuzzy"
+    hooks: Sequence[LoopHook] = ()
     forcing = False
-    """Only the authors' arbiter decides on Sage before Swift's choice is known."""
+    """Sage is never decided before Swift's choice is known in this loop."""
+
+    def begin(self, step: int) -> None:
+        """Nothing to do: every iteration of this loop ends in an action."""
 
     def start_iteration(self, step: int) -> None:
-        """A loop iteration starts (the authors' arbiter tests its forcing rules here)."""
+        """Nothing to do: no forcing rules."""
 
     def iteration_without_step(self) -> None:
-        """Never happens in this controller's loop: every iteration ends in an action."""
+        """Never happens in this loop: every iteration ends in an action."""
 
-    def swift_acted(self) -> None:
-        """Swift's action was chosen (counted from the executed step in ``executed``)."""
+    def forced_label(self, step: int) -> str | None:
+        return None
+
+    def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
+        """No valid action among Swift's candidates (the top one grounded by similarity if need be)."""
+        if any(c.action in now.view.result.valid_actions for c in proposal.candidates):
+            return False
+        return proposal.top is None or now.resolver.ground(proposal.top, now.view) is None
+
+    def swift_choice(self, proposal: Proposal, now: Timestep) -> tuple[Chosen | None, str | None]:
+        """The first ranked candidate that resolves; nothing is held back."""
+        return now.first(proposal.candidates), None
+
+    def held_back(
+        self, blocked: Block, rule: Rule, chosen: Chosen | None, proposal: Proposal, now: Timestep
+    ) -> Decision:
+        reason = f"{rule.value} but sage {blocked.value}"
+        actor = chosen.actor if chosen is not None else "swift"
+        return self._swift(chosen, proposal, f"{reason}: {actor} acts", now)
+
+    def after_sage(
+        self, miss: SageMiss, chosen: Chosen | None, proposal: Proposal, rule: Rule, now: Timestep
+    ) -> Decision:
+        actor = chosen.actor if chosen is not None else "swift"
+        return self._swift(chosen, proposal, f"{rule.value}: {miss.why}, {actor} acts", now)
+
+    def _swift(self, chosen: Chosen | None, proposal: Proposal, reason: str, now: Timestep) -> Decision:
+        return chosen.decision(reason) if chosen is not None else self.unresolved(proposal, reason, now)
+
+    def unresolved(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
+        """Swift's top text as written (labelled by who ranked it there), or the resolver's harmless
+        action (``fallback``) when Gate-1 never sends unadmitted text."""
+        action = now.resolver.unresolved(proposal.top, now.view)
+        if action != proposal.top:
+            log.info("step %d: no candidate resolved, falling back to '%s'", now.step, action)
+            return Decision(action, "fallback", f"{reason}; no candidate resolved: fallback {action}")
+        return Chosen.of(proposal.candidates[0], action).decision(reason)
+
+    def exhausted(self, reason: str, now: Timestep) -> Decision:
+        """Unreachable in this loop (every iteration acts); the resolver's harmless action."""
+        return Decision(now.resolver.unresolved(None, now.view), "fallback", reason)
+
+    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
+        """Sage's planned actions that are valid now."""
+        return planned
 
     def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
         """The failed steps Sage's prompt lists: every failure message of the episode so far."""
@@ -134,7 +168,7 @@ class Arbiter:
             return Block.COOLDOWN
         return None
 
-    def sage_called(self, step: int, state: object = None) -> None:
+    def sage_called(self, step: int, result: StepResult) -> None:
         self.sage_calls += 1
         self.last_sage_step = step
         self.consecutive_sage += 1
@@ -142,11 +176,11 @@ class Arbiter:
         self.failure_streak = 0
         self.no_action_streak = 0
 
-    def executed(self, action: str, source: str, observation: str, reward: int, step: int) -> str | None:
-        """Count an executed step; returns why the buffer must be cleared (never, in this arbiter)."""
-        self.actions.append(action)
-        self.rewards.append(reward)
-        if source == "swift":
+    def executed(self, decision: Decision, result: StepResult) -> str | None:
+        """Count an executed step; this loop never clears the buffer."""
+        self.actions.append(decision.action)
+        self.rewards.append(result.reward)
+        if branch(decision.source) == "swift":
             self.consecutive_sage = 0
-        self.failure_streak = self.failure_streak + 1 if is_failure(observation, self.markers) else 0
+        self.failure_streak = self.failure_streak + 1 if is_failure(result.observation, self.markers) else 0
         return None

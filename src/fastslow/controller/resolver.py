@@ -18,19 +18,19 @@ In an "Ambiguous request" state ScienceWorld's valid actions are the option numb
 resolved as the action it completes (``Candidate.answers``: answering ``0`` to an ambiguous focus is a
 focus on the object listed as 0), so no module can be bypassed by a bare digit.
 
-The index of the valid set is built once per state (``StepView``), so resolving many candidates costs one
+The index of the valid set is built once per state (``IndexedView``), so resolving many candidates costs one
 pass over the valid actions, not one per candidate.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal, Protocol
 
-from fastslow.controller.grounding import Grounder
+from fastslow.core.hooks import Candidate, StepView
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
+from fastslow.env.grounding import Grounder
 from fastslow.env.semantics import ambiguous_options, strip_locations
 from fastslow.env.valid import rewrite
 
@@ -41,27 +41,9 @@ state it is not an option number, so ScienceWorld cancels the request instead of
 
 def options_by_number(observation: str) -> dict[str, str]:
     """An "Ambiguous request"'s options as actions, by the number that selects them:
-    ``{"0": "focus on red paint", ...}`` (ScienceWorld's locations removed); {} for any other state."""
+    ``{"0": <the action option 0 completes>, ...}`` (ScienceWorld's locations removed); {} for any
+    other state."""
     return {str(i): strip_locations(option) for i, option in enumerate(ambiguous_options(observation))}
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate action on its way to the environment."""
-
-    proposed: str
-    """The text exactly as its source proposed it (what Gate-1 judges and logs as ``original``)."""
-    source: str
-    """swift, sage, critic, or the source of the request an ambiguous answer completes."""
-    action: str | None
-    """What it would execute now: the grounded valid action, or None (refused / not groundable)."""
-    answers: str | None = None
-    """In an ambiguous state: the action this option number completes (else None)."""
-    refused_by: str | None = None
-    """The hook that refused it; later hooks leave a refused candidate as it is."""
-    failure: str | None = None
-    """A refusal the refusing hook wants counted as a failure message (the authors' loop records it, e.g.
-    SRM Gate-1's ``GATE_INVALID:<reason>``); None: the refusal only makes the candidate unusable."""
 
 
 class ActionCheck(Protocol):
@@ -73,8 +55,9 @@ class ActionCheck(Protocol):
     def on_refused(self, candidate: Candidate, view: StepView) -> None: ...
 
 
-class StepView:
-    """One state's valid-action index and ambiguity options, built once and shared by every resolve."""
+class IndexedView:
+    """The state a candidate is resolved in (``core.hooks.StepView``) with its valid-action index and
+    ambiguity options, built once and shared by every resolve."""
 
     def __init__(self, result: StepResult, traj: Trajectory) -> None:
         self.result = result
@@ -125,10 +108,10 @@ class Resolver:
         """True (SRM on): never send a text no check admitted; False: SwiftSage sends Swift's top text
         as written and lets ScienceWorld answer "No known action"."""
 
-    def view(self, result: StepResult, traj: Trajectory) -> StepView:
-        return StepView(result, traj)
+    def view(self, result: StepResult, traj: Trajectory) -> IndexedView:
+        return IndexedView(result, traj)
 
-    def ground(self, text: str, view: StepView) -> str | None:
+    def ground(self, text: str, view: IndexedView) -> str | None:
         """The grounding alone (no hooks): the valid action ``text`` means, or None."""
         if self.grounding == "authors":
             result = view.result
@@ -137,7 +120,7 @@ class Resolver:
         hit = view.grounder.ground(text, self.cutoff)
         return hit.action if hit else None
 
-    def candidate(self, text: str, source: str, view: StepView) -> Candidate:
+    def candidate(self, text: str, source: str, view: IndexedView) -> Candidate:
         """``text`` grounded and through the ``before_action`` hooks (``action`` None: it cannot run)."""
         candidate = Candidate(text, source, self.ground(text, view), view.options.get(text.strip()))
         for check in self.checks:
@@ -149,16 +132,16 @@ class Resolver:
                 check.on_refused(candidate, view)
         return candidate
 
-    def resolve(self, text: str, source: str, view: StepView) -> str | None:
+    def resolve(self, text: str, source: str, view: IndexedView) -> str | None:
         """The action ``text`` becomes when executed now, or None when it cannot or may not run."""
         return self.candidate(text, source, view).action
 
-    def first(self, texts: list[str], source: str, view: StepView) -> str | None:
+    def first(self, texts: list[str], source: str, view: IndexedView) -> str | None:
         """The first of ``texts`` (rank order) that resolves."""
         hit = self.pick(texts, source, view)
         return hit[1] if hit is not None else None
 
-    def pick(self, texts: list[str], source: str, view: StepView) -> tuple[int, str] | None:
+    def pick(self, texts: list[str], source: str, view: IndexedView) -> tuple[int, str] | None:
         """The index in ``texts`` of the first that resolves (rank order), and the action it becomes."""
         for i, text in enumerate(texts):
             action = self.resolve(text, source, view)
@@ -166,7 +149,7 @@ class Resolver:
                 return i, action
         return None
 
-    def unresolved(self, top: str | None, view: StepView) -> str:
+    def unresolved(self, top: str | None, view: IndexedView) -> str:
         """What runs when no candidate resolved and Sage did not act."""
         if not self.fallback_when_unresolved:
             return top or FALLBACK_ACTION
@@ -175,9 +158,3 @@ class Resolver:
         # Never send a refused action: a harmless look keeps the episode going.
         valid = view.result.valid_actions
         return FALLBACK_ACTION if FALLBACK_ACTION in valid or not valid else valid[0]
-
-
-def refuse(candidate: Candidate, by: str, failure: str | None = None) -> Candidate:
-    """``candidate`` refused by the hook ``by`` (no later hook may admit it again); ``failure``: the
-    failure message the refusal stands for, if any (``Candidate.failure``)."""
-    return replace(candidate, action=None, refused_by=by, failure=failure)

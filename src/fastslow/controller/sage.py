@@ -29,9 +29,10 @@ from typing import Any, Protocol
 from fastslow.controller import sage_authors as content
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.demos import Demo, demos_for
-from fastslow.controller.grounding import Grounder
-from fastslow.controller.parsing import ParsedAction, PlanFormatError, from_func, parse_actions, parse_authors
+from fastslow.controller.parsing import ParsedAction, PlanFormatError, parse_actions, parse_authors
 from fastslow.core.trajectory import Trajectory, Turn
+from fastslow.env.func_actions import from_func
+from fastslow.env.grounding import Grounder
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
 from fastslow.models import CHARS_PER_TOKEN, ChatModel, CircuitOpenError, Message, call_model, estimate_tokens

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastslow.controller.parsing import to_func
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env import valid as authors
+from fastslow.env.func_actions import to_func
 from fastslow.env.semantics import FOCUS
 
 _MOVED = ("You move to the", "You go to the", "You teleport to the")
@@ -43,7 +43,7 @@ ACTION_TYPES: tuple[tuple[str, str, str], ...] = (
     ("DUNK", "DUNK(object A, object B)", "dunk A into B"),
     ("DROP", "DROP(object A, object B)", "drop A into B"),
     ("POUR", "POUR(object A, object B)", "pour A into the container B"),
-    ("FOCUS", "FOCUS(object)", "focus on an object the task description asks for"),
+    ("FOCUS", "FOCUS(object)", f"{FOCUS} an object the task description asks for"),
 )
 """The action types the grounding prompt may list (the authors' list: LOOK, SEE, GO and the door
 actions are never offered), in their order: (name, signature, our description)."""
@@ -278,5 +278,6 @@ def action_types(demo_lines: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def focus_whitelist(task: str) -> list[str]:
-    """The only things the prompts allow a focus on: the task's "focus on X" phrases."""
+    """The only things the prompts allow a focus on: the targets the task's description names after
+    ``focus on`` (``env.valid.focus_targets``)."""
     return authors.focus_targets(task)

@@ -77,7 +77,10 @@ NON_OBJECTS = frozenset({"inventory", "agent"})
 # -- verbs -----------------------------------------------------------------------------------------------
 FOCUS = "focus on"
 """The irreversible action: focusing on the wrong object ends the task at ``FAILURE_SCORE``."""
+_FOCUS_PREFIX = FOCUS + " "
 TELEPORT = "teleport to"
+PICK_UP = "pick up"
+"""The verb that takes an object into the inventory."""
 NAVIGATION_VERBS = frozenset({TELEPORT, "go to"})
 """Verbs that only change the agent's room."""
 _PARTICLES = frozenset({"up", "down", "at", "in", "to", "on", "around"})
@@ -164,6 +167,35 @@ def arguments(action: str) -> list[str]:
     return [rest]
 
 
+def verb_target(action: str, verb: str) -> str | None:
+    """The text after ``verb`` and one space, as written (not stripped, unlike ``focus_target``): ("pick up
+    red apple", "pick up") -> "red apple"; None when ``action`` does not start with ``verb + " "``."""
+    prefix = verb + " "
+    return action[len(prefix) :] if action.startswith(prefix) else None
+
+
+def verb_rest(action: str, verb: str) -> str:
+    """``action`` without its first ``len(verb) + 1`` characters, unchecked: the text after ``verb + " "``
+    for an action known to start with it (``verb_target`` checks and gives None otherwise)."""
+    return action[len(verb) + 1 :]
+
+
+def is_focus(action: str) -> bool:
+    """Whether ``action`` starts with "focus on " (its space included; ``action.startswith(FOCUS)`` is the
+    looser test that also takes a bare "focus on")."""
+    return action.startswith(_FOCUS_PREFIX)
+
+
+def focus_on(target: str) -> str:
+    """The action that focuses on ``target``, which is taken as given: "focus on <target>"."""
+    return f"{FOCUS} {target}"
+
+
+def teleport_to(room: str) -> str:
+    """The action that teleports to ``room``, taken as given: "teleport to <room>"."""
+    return f"{TELEPORT} {room}"
+
+
 # -- feedback --------------------------------------------------------------------------------------------
 NO_MATCH = "No known action matches that input."
 """ScienceWorld's reply to an action its parser does not know."""
@@ -173,6 +205,19 @@ CANCELLED = "Unknown action."
 """Start of ScienceWorld's reply when an ambiguity prompt was answered with anything but an option number."""
 DEFAULT_FAILURE_MARKERS: tuple[str, ...] = ("can't", "not", "doesn't")
 """SwiftSage's failure-message words; ``env.failure_markers`` in the run configuration defaults to these."""
+CRITIC_REFUSALS: tuple[str, ...] = (
+    "no known action matches",
+    "you can't",
+    "you cannot",
+    "not allowed",
+    "doesn't seem possible",
+    "invalid action",
+)
+"""Phrases (lower case, substrings) of an observation that refuses the action, as the paper authors'
+Critic block reads them: AMM's fresh Critic evidence leaves out a record whose observation holds one."""
+CRITIC_FAILURE_SIGNAL: tuple[str, ...] = (*CRITIC_REFUSALS[:5], "not possible", "cannot")
+"""Phrases (lower case, substrings) of the last two observations that are the authors' failure signal of
+the recent history: AMM's fresh Critic evidence then includes an avoidance memory."""
 
 
 class Feedback(StrEnum):
@@ -497,6 +542,14 @@ def room_called(look: str) -> str:
 
 
 _FOCUS_PHRASE = re.compile(r"focus on (?:the |a |an )?([^.,]+)")
+_STATED_FOCI = re.compile(r"focus on the (\d+) life stages")
+
+
+def stated_focus_count(task_description: str) -> int | None:
+    """The number of things a task description says to focus on ("focus on the 4 life stages of the
+    turtle" -> 4), None when it states none."""
+    match = _STATED_FOCI.search(task_description.lower())
+    return int(match.group(1)) if match else None
 
 
 def content_words(text: str) -> set[str]:

@@ -51,11 +51,10 @@ def _purge_records(config: RunConfig, memory_key: str) -> None:
     """Remove the AMM records an unfinished attempt of this episode wrote (none on a first attempt)."""
     if not config.amm.enabled:
         return
-    from fastslow.controller.hooks import process_amm
-    from fastslow.memory.stores import MemoryStoreError
+    from fastslow.memory.stores import MemoryStoreError, shared_store
 
     try:
-        process_amm(config.amm).store.delete_episode(memory_key)
+        shared_store(config.amm).delete_episode(memory_key)
     except MemoryStoreError as exc:
         # The store is failing: the episode's own writes will fall back and be counted; say it here.
         log.warning("could not remove the records of an earlier attempt of %s: %s", memory_key, exc)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -26,9 +25,8 @@ from typing import Any
 import numpy as np
 
 from fastslow import vocab
-from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.env.tasks import get_task
-from fastslow.eval.records import RunMetrics
+from fastslow.eval.records import EpisodeResult, RunMetrics
 from fastslow.events import (
     CriticCall,
     CriticEffect,
@@ -49,43 +47,12 @@ from fastslow.events import (
     iter_events,
 )
 
-
-@dataclass(frozen=True)
-class EpisodeSummary:
-    episode_id: str
-    task_id: int
-    variation: int
-    end: EndState
-    final_score: int
-    steps: int
-    wall_s: float
-    error: str | None
-    seed: int | None = None
-    best_score: int = 0
-    """The best non-negative score the episode reached (its env_step scores): the paper's episode score."""
-
-    @property
-    def success(self) -> bool:
-        return max(self.final_score, self.best_score) >= SUCCESS_SCORE
-
-    @property
-    def score(self) -> float:
-        """The paper's (SwiftSage's) episode score: never decreasing, a -100 failure or an early stop
-        keeps the last non-negative score reached."""
-        return float(max(self.best_score, self.final_score, 0))
-
-    @property
-    def score_strict(self) -> float:
-        """The score at termination, -100 (task failure) counted as 0."""
-        return float(max(self.final_score, 0))
-
-
-Scoring = Callable[[EpisodeSummary], float]
+Scoring = Callable[[EpisodeResult], float]
 CONVENTIONS: dict[str, Scoring] = {"": lambda e: e.score, "_strict": lambda e: e.score_strict}
 """Key suffix -> episode score: every ``mean_score`` has its strict twin ``mean_score_strict``."""
 
 
-def summarize_log(path: Path) -> EpisodeSummary | None:
+def summarize_log(path: Path) -> EpisodeResult | None:
     """Summary of one episode log; None if the episode never finished (no episode_end)."""
     start: EpisodeStart | None = None
     end: EpisodeEnd | None = None
@@ -99,7 +66,7 @@ def summarize_log(path: Path) -> EpisodeSummary | None:
             end = event
     if start is None or end is None:
         return None
-    return EpisodeSummary(
+    return EpisodeResult(
         episode_id=start.episode_id,
         task_id=start.task_id,
         variation=start.variation,
@@ -134,7 +101,7 @@ def _mean(values: Iterable[float]) -> float | None:
     return round(fmean(vals), 4) if vals else None
 
 
-def _block(episodes: list[EpisodeSummary]) -> dict[str, Any]:
+def _block(episodes: list[EpisodeResult]) -> dict[str, Any]:
     successes = [e for e in episodes if e.success]
     return {
         "episodes": len(episodes),
@@ -149,7 +116,7 @@ BOOTSTRAP_RESAMPLES = 2000
 
 
 def bootstrap_ci(
-    by_task: dict[int, list[EpisodeSummary]], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+    by_task: dict[int, list[EpisodeResult]], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
 ) -> dict[str, list[float]]:
     """95% percentile-bootstrap intervals of the macro mean score and success rate.
 
@@ -178,16 +145,16 @@ def bootstrap_ci(
     return {key: interval(values) for key, values in sums.items()}
 
 
-def seed_spread(episodes: list[EpisodeSummary]) -> dict[str, Any]:
+def seed_spread(episodes: list[EpisodeResult]) -> dict[str, Any]:
     """With ``--seeds``: the headline macro means of each seed's episodes, and their mean and sample
     standard deviation over seeds (the spread researchers report as mean ± std)."""
-    by_seed: dict[int, list[EpisodeSummary]] = defaultdict(list)
+    by_seed: dict[int, list[EpisodeResult]] = defaultdict(list)
     for ep in episodes:
         if ep.seed is not None:
             by_seed[ep.seed].append(ep)
     per_seed: dict[str, dict[str, Any]] = {}
     for seed in sorted(by_seed):
-        by_task: dict[int, list[EpisodeSummary]] = defaultdict(list)
+        by_task: dict[int, list[EpisodeResult]] = defaultdict(list)
         for ep in by_seed[seed]:
             by_task[ep.task_id].append(ep)
         per_seed[str(seed)] = {
@@ -212,11 +179,11 @@ def seed_spread(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     }
 
 
-def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
+def compute_metrics(episodes: list[EpisodeResult]) -> dict[str, Any]:
     """The metrics.json payload: headline macro means plus per-task and per-group breakdowns; with seeded
     episodes also ``seeds`` (per-seed headline and its spread). The headline pools every seed's
     episodes of a task into that task's mean."""
-    by_task: dict[int, list[EpisodeSummary]] = defaultdict(list)
+    by_task: dict[int, list[EpisodeResult]] = defaultdict(list)
     for ep in episodes:
         by_task[ep.task_id].append(ep)
     per_task: dict[str, dict[str, Any]] = {}
@@ -261,7 +228,7 @@ def compute_metrics(episodes: list[EpisodeSummary]) -> dict[str, Any]:
         **({"seeds": seed_spread(episodes)} if seeded else {}),
         "per_group": per_group,
         "per_task": per_task,
-        "episode_results": [asdict(e) | {"end": e.end.value} for e in episodes],
+        "episode_results": [e.model_dump(mode="json") for e in episodes],
     }
 
 

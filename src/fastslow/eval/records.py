@@ -28,6 +28,7 @@ from pydantic import (
     model_serializer,
 )
 
+from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
@@ -118,7 +119,10 @@ class SeedSpread(_Record):
 
 
 class EpisodeResult(_Record):
-    """One finished episode, as its log's ``episode_start`` and ``episode_end`` say."""
+    """One finished episode, as its log's ``episode_start`` and ``episode_end`` say (the one episode-result
+    type: metrics are computed from these and metrics.json lists them)."""
+
+    model_config = ConfigDict(frozen=True)
 
     episode_id: str
     task_id: int
@@ -129,8 +133,23 @@ class EpisodeResult(_Record):
     wall_s: float
     error: str | None
     seed: int | None = None
-    best_score: int
-    """The best non-negative score reached: the episode's score in the paper's convention."""
+    best_score: int = 0
+    """The best non-negative score the episode reached (its env_step scores): the paper's episode score."""
+
+    @property
+    def success(self) -> bool:
+        return max(self.final_score, self.best_score) >= SUCCESS_SCORE
+
+    @property
+    def score(self) -> float:
+        """The paper's (SwiftSage's) episode score: never decreasing, a -100 failure or an early stop
+        keeps the last non-negative score reached."""
+        return float(max(self.best_score, self.final_score, 0))
+
+    @property
+    def score_strict(self) -> float:
+        """The score at termination, -100 (task failure) counted as 0."""
+        return float(max(self.final_score, 0))
 
 
 # -- usage and mechanisms ------------------------------------------------------------------------------

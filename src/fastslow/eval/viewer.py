@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastslow.env.semantics import SUCCESS_SCORE
+from fastslow.env.semantics import FOCUS, SUCCESS_SCORE
 from fastslow.env.tasks import all_tasks
 from fastslow.errors import CorruptLogError
 from fastslow.eval.rundir import RunRecord
@@ -238,7 +238,7 @@ def _mechanisms(e: dict[str, Any]) -> Iterator[str]:
     elif kind == "gate_decision":
         if e["outcome"] == "drop":
             yield "gate_drop"
-            if e["original"].strip().lower().startswith("focus on"):
+            if e["original"].strip().lower().startswith(FOCUS):
                 yield "gate_drop_focus"
         elif e["outcome"] == "repair":
             yield "gate_repair"

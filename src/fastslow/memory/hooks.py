@@ -30,9 +30,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import NO_MATCH
+from fastslow.env.semantics import CRITIC_FAILURE_SIGNAL, CRITIC_REFUSALS, FOCUS, NO_MATCH, is_focus
 from fastslow.env.valid import FOCUS_COUNT, authors_failed
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
 from fastslow.memory.config import AmmConfig, SalienceConfig, T3Rule
@@ -47,8 +48,8 @@ from fastslow.memory.salience import (
     classify_authors,
     is_invalid_feedback,
 )
-from fastslow.memory.stores import BulkStore, MemoryStore, MemoryStoreError, open_store
-from fastslow.swift.base import MemoryHint, Proposal
+from fastslow.memory.stores import BulkStore, MemoryStore, MemoryStoreError
+from fastslow.vocab import NAVIGATION_LOOP
 
 if TYPE_CHECKING:
     # mypy proves here that records can be handed to Swift as they are.
@@ -69,20 +70,7 @@ CRITIC_SEARCH_K = 10
 """``critic_evidence: fresh``: records each Critic search returns before ranking (the authors' top 10)."""
 CRITIC_AVOIDANCE_K = 1
 """``critic_evidence: fresh``: avoidance memories the Critic gets at most (the authors: 1)."""
-CRITIC_REFUSALS = (
-    "no known action matches",
-    "you can't",
-    "you cannot",
-    "not allowed",
-    "doesn't seem possible",
-    "invalid action",
-)
-"""A success or near-miss record whose observation holds one of these (lower case) is no evidence of what
-works: the fresh Critic search leaves it out, as the authors' Critic block does."""
-FAILURE_SIGNAL = (*CRITIC_REFUSALS[:5], "not possible", "cannot")
-"""Phrases in the last two observations that make the Critic's fresh evidence include an avoidance
-memory (the authors' failure signal of the recent history)."""
-NAVIGATION_PATTERN = "navigation_loop"
+NAVIGATION_PATTERN = NAVIGATION_LOOP
 """SRM's navigation stagnation pattern: a report of only this one brings no avoidance memory (the
 authors' "move spam" exception); every other pattern is one of their failure signals."""
 
@@ -171,7 +159,7 @@ def scores_hidden(traj: Trajectory) -> Iterator[Trajectory]:
 def focus_spent(traj: Trajectory) -> bool:
     """The task's focus budget is used up: as many focus actions executed as the authors' per-task focus
     count (their Critic ranks a memory's focus action last then)."""
-    used = sum(1 for t in traj.turns if t.action.strip().lower().startswith("focus on "))
+    used = sum(1 for t in traj.turns if is_focus(t.action.strip().lower()))
     return used >= FOCUS_COUNT.get(traj.task_id, 1)
 
 
@@ -196,7 +184,7 @@ def rank_for_critic(records: Sequence[MemoryRecord], traj: Trajectory) -> list[M
             1000 * same_task(r)
             + 100 * (bool(room) and r.room.strip().lower() == room)
             + 10 * (r.reward > 0)
-            - (spent and r.action.strip().lower().startswith("focus on"))
+            - (spent and r.action.strip().lower().startswith(FOCUS))
         )
         return -score, -r.reward
 
@@ -215,7 +203,7 @@ def critic_wants_avoidance(traj: Trajectory, patterns: Sequence[str] | None) -> 
     if patterns:
         return not all(p == NAVIGATION_PATTERN for p in patterns)
     recent = " ".join(t.observation.lower() for t in traj.recent(2))
-    return any(k in recent for k in FAILURE_SIGNAL)
+    return any(k in recent for k in CRITIC_FAILURE_SIGNAL)
 
 
 class AmmHooks:
@@ -493,16 +481,14 @@ class AmmHooks:
 
 
 class Amm:
-    """AMM for a run (one per worker process): owns the store, hands out per-episode hooks."""
+    """AMM for a run (one per worker process): hands out per-episode hooks over the process's store,
+    which it does not own (``memory.stores.shared_store`` opens and closes it)."""
 
-    def __init__(self, cfg: AmmConfig, store: BulkStore | None = None) -> None:
+    def __init__(self, cfg: AmmConfig, store: BulkStore) -> None:
         self.cfg = cfg
-        self.store = store if store is not None else open_store(cfg)
+        self.store = store
 
     def episode(self, episode_id: str, sink: EventSink, warmup: bool = False) -> AmmHooks:
         """Hooks for one episode; frozen mode writes only during warm-up episodes."""
         writable = warmup or self.cfg.mode == "online"
         return AmmHooks(self.cfg, self.store, sink, episode_id, writable)
-
-    def close(self) -> None:
-        self.store.close()

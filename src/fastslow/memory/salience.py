@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, room_of
-from fastslow.env.semantics import AVOIDANCE_FEEDBACK, FAILURE_SCORE, SUCCESS_SCORE, classify_feedback
+from fastslow.env.semantics import AVOIDANCE_FEEDBACK, FAILURE_SCORE, FOCUS, SUCCESS_SCORE, classify_feedback
 from fastslow.env.tasks import get_task
 from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import SalienceConfig
@@ -61,8 +61,8 @@ def classify(action: str, prev: StepResult, result: StepResult, cfg: SalienceCon
     if failed and prev.end is not EndState.FAILURE and prev.score > FAILURE_SCORE:
         return Salience("avoidance", "task-failure") if cfg.store_failure else None
     if gain >= cfg.milestone_reward:
-        return Salience("success", "focus" if act.startswith("focus on") else "milestone")
-    if gain > 0 and act.startswith("focus on"):
+        return Salience("success", "focus" if act.startswith(FOCUS) else "milestone")
+    if gain > 0 and act.startswith(FOCUS):
         # Focusing on the right object is a subgoal of its own in ScienceWorld, however small its reward.
         return Salience("success", "focus")
     if gain >= cfg.small_reward:

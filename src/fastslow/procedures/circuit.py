@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import object_names, room_called
+from fastslow.env.semantics import focus_on, object_names, room_called, teleport_to
 from fastslow.procedures.tasks import PowerTask, known_sources
 
 PARTS_ROOM = "workshop"
@@ -48,10 +48,10 @@ def circuit_step(task: PowerTask, current: StepResult, steps: Sequence[tuple[str
     here = room_called(current.look)
     names = object_names(f"{current.look}\n{current.inventory}")
     if task.device not in names:
-        return _first(valid, f"teleport to {PARTS_ROOM}") if here != PARTS_ROOM else None
-    focused = any(a == f"focus on {task.device}" and o.startswith("You focus") for a, o in steps)
+        return _first(valid, teleport_to(PARTS_ROOM)) if here != PARTS_ROOM else None
+    focused = any(a == focus_on(task.device) and o.startswith("You focus") for a, o in steps)
     if not focused:
-        return _first(valid, f"focus on {task.device}")
+        return _first(valid, focus_on(task.device))
     source = circuit_source(task, current.look, current.inventory)
     if source is None:
         return None
@@ -66,7 +66,7 @@ def circuit_step(task: PowerTask, current: StepResult, steps: Sequence[tuple[str
         for part in parts:
             if part not in carried:
                 return _first(valid, f"pick up {part}")
-        return _first(valid, f"teleport to {room}")
+        return _first(valid, teleport_to(room))
     for part in parts:
         if part in carried:
             # the valid list may call a part by its last word ("put down generator")

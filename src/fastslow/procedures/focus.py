@@ -3,8 +3,8 @@
 - **Budget**: the most ``focus on`` actions a gold path of the task's train variations takes, read from
   the knowledge file ``procedures/data/focus_budgets.json`` (``fastslow data focus-budgets``; its header
   names the variations). A number the task description states comes first (``reflection.focus``).
-- **Named target**: where the task description names what to focus on ("focus on the salt water",
-  "focus on the thermometer", "focus on the blue box"), the target's head noun phrase must share a word
+- **Named target**: where the task description names what to focus on (``focus on the salt water``,
+  ``focus on the thermometer``, ``focus on the blue box``), the target's head noun phrase must share a word
   with those phrases or with the task's first sentence (checked against the 386 gold focus actions of
   the 290 train variations the focus budgets read, 306 of them outside the exempt tasks: none blocked;
   ``tests/reflection/test_focus.py`` rechecks 2 train variations of every task). Tasks whose target is
@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from fastslow.core.focus import FocusView
-from fastslow.env.semantics import content_words, focus_confirmed, focus_head, focus_words
+from fastslow.env.semantics import content_words, focus_confirmed, focus_head, focus_words, is_focus
 from fastslow.procedures.tasks import (
     LIFE_STAGE_TASKS,
     MEASUREMENT_TASKS,
@@ -62,7 +62,7 @@ def focus_budgets() -> dict[str, int]:
 
 
 def focus_target_allowed(task_name: str, task_description: str, target: str) -> bool:
-    """The target's head shares a word with a "focus on ..." phrase of the task (``OPEN_FOCUS_TASKS``
+    """The target's head shares a word with a ``focus on ...`` phrase of the task (``OPEN_FOCUS_TASKS``
     exempt): "instructions to make salt water" is not "the salt water".
 
     Deliberately loose (any shared word): blocking a focus the task needs would make it unsolvable,
@@ -82,7 +82,7 @@ def task_focus_refusal(view: FocusView) -> str | None:
             return f"life stages go from earliest to latest: {why}"
     measure = measurement_task(view.task_description) if view.task_name in MEASUREMENT_TASKS else None
     if measure is not None:
-        confirmed = sum(1 for a, o in view.steps if a.startswith("focus on ") and focus_confirmed(o))
+        confirmed = sum(1 for a, o in view.steps if is_focus(a) and focus_confirmed(o))
         why = measurement_violation(measure, focus_head(view.target), view.steps, confirmed)
         if why is not None:
             return f"measurement task: {why}"

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import room_called
+from fastslow.env.semantics import focus_on, room_called, teleport_to
 from fastslow.procedures.tasks import GrowTask, object_line, open_closed
 
 GREENHOUSE = "greenhouse"
@@ -42,7 +42,7 @@ def grow_step(
     if not sown:
         if JAR not in current.inventory.lower() and seed not in current.inventory.lower():
             if here != task.seeds_in:
-                return _first(valid, f"teleport to {task.seeds_in}")
+                return _first(valid, teleport_to(task.seeds_in))
             # the jar, or where the valid list names it only by its material ("ceramic cup"), a seed
             # out of it
             grabs = [a for a in valid if a.startswith("pick up ") and seed in a and JAR in a]
@@ -52,7 +52,7 @@ def grow_step(
                 or open_closed(current.look, valid)
             )
         if here != GREENHOUSE:
-            return _first(valid, f"teleport to {GREENHOUSE}")
+            return _first(valid, teleport_to(GREENHOUSE))
         empty = [name for name, contents in pots.items() if "soil" in contents and "seed" not in contents]
         moves = [
             a for a in valid if a.startswith(f"move {seed}") and any(a.endswith(f" to {p}") for p in empty)
@@ -61,8 +61,8 @@ def grow_step(
     pot = sown[0]
     if not any(seed in f for f in focused):
         # the seed in its pot, or by its name alone once it is the only one in sight
-        return _first(valid, f"focus on {seed} in {pot}") or (
-            _first(valid, f"focus on {seed}") if current.look.lower().count(seed) == 1 else None
+        return _first(valid, focus_on(f"{seed} in {pot}")) or (
+            _first(valid, focus_on(seed)) if current.look.lower().count(seed) == 1 else None
         )
     sink = object_line(current.look, SINK)
     running = "turned on" in sink

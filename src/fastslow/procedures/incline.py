@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import room_called
+from fastslow.env.semantics import focus_on, room_called, teleport_to, verb_rest
 from fastslow.procedures.tasks import InclineTask
 
 LAB = "workshop"
@@ -32,7 +32,7 @@ def plane_referent(name: str, valid_actions: Sequence[str]) -> str | None:
     "inclined plane with a cloth surface")."""
     for action in valid_actions:
         if action.startswith("look at inclined plane"):
-            plane = action[len("look at ") :]
+            plane = verb_rest(action, "look at")
             rest = plane[len("inclined plane") :].strip()
             if rest == name or rest == f"with a {name} surface":
                 return plane
@@ -51,7 +51,7 @@ def _slides(action: str) -> str | None:
     """The plane a "move <slider> to <plane>" action puts the slider on, else None."""
     if not action.startswith("move ") or " to inclined plane" not in action:
         return None
-    moved, plane = action[len("move ") :].rsplit(" to ", 1)
+    moved, plane = verb_rest(action, "move").rsplit(" to ", 1)
     return plane if moved.split()[-1] in SLIDERS else None
 
 
@@ -110,8 +110,8 @@ def incline_step(task: InclineTask, current: StepResult, steps: Sequence[tuple[s
     planes = [plane_referent(name, valid) for name in task.planes]
     if None in planes:
         here = room_called(current.look)
-        if here != LAB and f"teleport to {LAB}" in valid:
-            return f"teleport to {LAB}"
+        if here != LAB and teleport_to(LAB) in valid:
+            return teleport_to(LAB)
         return None
     inventory = current.inventory.lower()
     if STOPWATCH not in inventory:
@@ -127,7 +127,7 @@ def incline_step(task: InclineTask, current: StepResult, steps: Sequence[tuple[s
         if reading is not None:
             return reading
     if chosen is not None:
-        return _first(valid, f"focus on {chosen}")
+        return _first(valid, focus_on(chosen))
     tried = {plane for plane, _ in trials}
     on = trials[-1][0] if trials else None
     todo = [p for p in planes if p and (p not in tried or (p == on and not finished))]

@@ -23,7 +23,7 @@ from typing import Any
 
 from fastslow.core.step import StepResult
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import clean, focus_head, focus_target
+from fastslow.env.semantics import FOCUS, clean, focus_head, focus_target, is_focus, verb_rest, verb_target
 from fastslow.env.tasks import all_tasks, get_task
 from fastslow.env.wrappers import TimeLimit
 from fastslow.procedures.tasks import READING, STATE_PREFIXES, WATER_STATES, named_states, plain_state
@@ -134,9 +134,9 @@ _POURED = re.compile(r"containing ([a-z]+) paint")
 
 
 def recipes_of(actions: Sequence[str]) -> dict[str, frozenset[str]]:
-    """Secondary colour -> the two colours a gold path poured before focusing on it ("pour cup
-    containing blue paint in art studio in jug", "... yellow paint ...", "mix jug", "focus on green
-    paint" -> green: blue, yellow)."""
+    """Secondary colour -> the two colours a gold path poured before focusing on it (``pour cup
+    containing blue paint in art studio in jug``, ``... yellow paint ...``, ``mix jug``, ``focus on green
+    paint`` -> green: blue, yellow)."""
     out: dict[str, frozenset[str]] = {}
     poured: list[str] = []
     for action in actions:
@@ -144,8 +144,8 @@ def recipes_of(actions: Sequence[str]) -> dict[str, frozenset[str]]:
             found = _POURED.search(action)
             if found:
                 poured.append(found.group(1))
-        elif action.startswith("focus on ") and action.endswith(" paint"):
-            colour = action[len("focus on ") : -len(" paint")]
+        elif is_focus(action) and action.endswith(" paint"):
+            colour = verb_rest(action, FOCUS)[: -len(" paint")]
             if "-" not in colour and len(set(poured)) == 2:
                 out[colour] = frozenset(poured)
             poured = [colour]
@@ -231,11 +231,11 @@ def sources_of(description: str, actions: Sequence[str], start_room: str) -> dic
         if action.startswith(("go to ", "teleport to ")):
             room = action.split(" to ", 1)[1]
         elif action.startswith("connect ") and " anode to " in action:
-            source = action[len("connect ") :].split(" anode to ", 1)[0]
+            source = verb_rest(action, "connect").split(" anode to ", 1)[0]
             if "wire" not in source:
                 out[source] = {"renewable": renewable, "room": room, "activate": False}
-        elif action.startswith("activate ") and action[len("activate ") :] in out:
-            out[action[len("activate ") :]]["activate"] = True  # a generator is switched on once wired
+        elif (device := verb_target(action, "activate")) is not None and device in out:
+            out[device]["activate"] = True  # a generator is switched on once wired
     return out
 
 

@@ -27,7 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import focus_confirmed, focus_head, normalize, room_called, teleport_targets
+from fastslow.env.semantics import (
+    FOCUS,
+    PICK_UP,
+    focus_confirmed,
+    focus_head,
+    is_focus,
+    normalize,
+    room_called,
+    teleport_targets,
+    teleport_to,
+    verb_rest,
+    verb_target,
+)
 from fastslow.procedures.circuit import circuit_step
 from fastslow.procedures.grow import grow_step
 from fastslow.procedures.incline import incline_choice, incline_step
@@ -108,8 +120,9 @@ class TaskLogic:
         self._rooms[room_called(after.look)] = after.look
         self._looks.append(after.look)
         self._steps.append((action, after.observation))
-        if action.startswith("focus on "):
-            self._focused.add(action[len("focus on ") :])
+        target = verb_target(action, FOCUS)
+        if target is not None:
+            self._focused.add(target)
         unchanged = before.look == after.look and before.inventory == after.inventory
         if after.reward == 0 and unchanged and not action.startswith(_EXEMPT_PREFIXES):
             self._blocked[action] = (after.look, after.inventory)
@@ -124,7 +137,7 @@ class TaskLogic:
 
     def _confirmed_foci(self) -> list[str]:
         """Heads of the focus actions ScienceWorld confirmed so far, in order."""
-        return [focus_head(a[9:]) for a, o in self._steps if a.startswith("focus on ") and focus_confirmed(o)]
+        return [focus_head(verb_rest(a, FOCUS)) for a, o in self._steps if is_focus(a) and focus_confirmed(o)]
 
     @staticmethod
     def _measurement(task_name: str, task_description: str) -> Measurement | None:
@@ -135,7 +148,7 @@ class TaskLogic:
         """The box of a "move <subject> ... to <box>" action of a placing measurement task, else None."""
         if not measure.place or not action.startswith("move ") or " to " not in action:
             return None
-        moved, box = action[len("move ") :].rsplit(" to ", 1)
+        moved, box = verb_rest(action, "move").rsplit(" to ", 1)
         return normalize(box) if names_subject(focus_head(moved), measure.subject) else None
 
     def vetoed(self, action: str, current: StepResult, task_name: str) -> bool:
@@ -149,13 +162,13 @@ class TaskLogic:
             why = None if box is None else measurement_violation(measure, box, steps, foci, placing=True)
             if why is not None:
                 return True
-        if not action.startswith("focus on"):
+        if not action.startswith(FOCUS):
             return False
-        target = action[len("focus on ") :]
+        target = verb_rest(action, FOCUS)
         if task_name in LIFE_STAGE_TASKS:
             focused = sorted(self._focused)
             if life_stage_violation(target, current.valid_actions, focused, description, current.look):
-                return True  # earliest to latest: no "focus on adult turtle" while the egg is there
+                return True  # earliest to latest: no focus on the adult turtle while the egg is there
         if measure is not None and measurement_violation(
             measure, focus_head(target), self._steps, len(self._confirmed_foci())
         ):
@@ -174,7 +187,7 @@ class TaskLogic:
         fingerprint = (current.look, current.inventory)
         if task_name in PROCEDURE_TASKS:
             self._rooms[room_called(current.look)] = current.look
-            landed = [focus_confirmed(o) or "" for a, o in self._steps if a.startswith("focus on ")]
+            landed = [focus_confirmed(o) or "" for a, o in self._steps if is_focus(a)]
 
             def fresh(action: str) -> bool:
                 return not self._held(action, fingerprint)
@@ -194,14 +207,14 @@ class TaskLogic:
         allowed = [
             a
             for a in current.valid_actions
-            if a.startswith("focus on ")
+            if is_focus(a)
             and self._refused.get(a) != fingerprint
             and focus_allowed(a, current)
             and not self.vetoed(a, current, task_name)
         ]
         earliest = min(
             allowed,
-            key=lambda a: (life_stage(a[len("focus on ") :], current.look) or 0, len(a)),
+            key=lambda a: (life_stage(verb_rest(a, FOCUS), current.look) or 0, len(a)),
             default=None,
         )
         return _judged(earliest, "judgement:life-stages")
@@ -242,7 +255,7 @@ class TaskLogic:
             picks = [a for a in current.valid_actions if self._placement(a, measure) == choice]
         else:
             picks = [
-                a for a in current.valid_actions if a.startswith("focus on ") and focus_head(a[9:]) == choice
+                a for a in current.valid_actions if is_focus(a) and focus_head(verb_rest(a, FOCUS)) == choice
             ]
         if picks:
             return min(picks, key=len)
@@ -257,12 +270,13 @@ class TaskLogic:
                 grabs = [
                     a
                     for a in current.valid_actions
-                    if a.startswith("pick up ") and names_subject(focus_head(a[8:]), measure.subject)
+                    if (held := verb_target(a, PICK_UP)) is not None
+                    and names_subject(focus_head(held), measure.subject)
                 ]
                 return min(grabs, key=len, default=None)
         room = measure.boxes_in
-        if room and room_called(current.look) != room and f"teleport to {room}" in current.valid_actions:
-            return f"teleport to {room}"
+        if room and room_called(current.look) != room and teleport_to(room) in current.valid_actions:
+            return teleport_to(room)
         return None
 
 

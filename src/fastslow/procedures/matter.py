@@ -30,11 +30,16 @@ from collections.abc import Callable, Mapping, Sequence
 
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
+    FOCUS,
+    PICK_UP,
     focus_head,
     focus_target,
     resolve_focus_target,
     room_called,
     teleport_targets,
+    teleport_to,
+    verb_rest,
+    verb_target,
 )
 from fastslow.procedures.tasks import (
     MatterChange,
@@ -122,14 +127,16 @@ def _find_and_focus(
         resolved = resolve_focus_target(target, current.look, current.inventory)
         if names_subject(resolved, task.subject):
             foci.append(action)
-    if foci:  # the plain name first ("focus on lead", not "focus on lead in metal pot")
-        return min(foci, key=lambda a: (not names_subject(focus_head(a[9:]), task.subject), len(a)))
+    if foci:  # the plain name first (``focus on lead``, not ``focus on lead in metal pot``)
+        return min(
+            foci, key=lambda a: (not names_subject(focus_head(verb_rest(a, FOCUS)), task.subject), len(a))
+        )
     opener = open_closed(current.look, valid)
     if opener is not None:
         return opener
     unseen = [r for r in teleport_targets(valid) if r not in rooms and r != here]
     unseen.sort(key=lambda r: (r not in SEARCH_FIRST, SEARCH_FIRST.index(r) if r in SEARCH_FIRST else 0, r))
-    return f"teleport to {unseen[0]}" if unseen else None
+    return teleport_to(unseen[0]) if unseen else None
 
 
 def _cool(task: MatterChange, current: StepResult, steps: Sequence[tuple[str, str]]) -> bool:
@@ -225,7 +232,7 @@ def _into_pot(task: MatterChange, valid: Sequence[str]) -> str | None:
     """Put the subject into the carried pot: move it (a solid), or pour what holds it (a liquid: "pour
     cup containing orange juice into metal pot")."""
     for action in valid:
-        moved = action[len("move ") : -len(f" to {POT}")]
+        moved = verb_rest(action, "move")[: -len(f" to {POT}")]
         if (
             action.startswith("move ")
             and action.endswith(f" to {POT}")
@@ -234,14 +241,18 @@ def _into_pot(task: MatterChange, valid: Sequence[str]) -> str | None:
             return action
     for action in valid:
         if action.startswith("pour ") and action.endswith(f" into {POT}"):
-            source = action[len("pour ") : -len(f" into {POT}")]
+            source = verb_rest(action, "pour")[: -len(f" into {POT}")]
             if POT not in source and subject_names(source.replace(" containing ", ", "), task.subject):
                 return action
     return None
 
 
 def _pick_up(task: MatterChange, valid: Sequence[str]) -> str | None:
-    picks = [a for a in valid if a.startswith("pick up ") and names_subject(focus_head(a[8:]), task.subject)]
+    picks = [
+        a
+        for a in valid
+        if (held := verb_target(a, PICK_UP)) is not None and names_subject(focus_head(held), task.subject)
+    ]
     return min(picks, key=len, default=None)
 
 
@@ -252,7 +263,7 @@ def _device_action(valid: Sequence[str], verb: str, device: str) -> str | None:
 
 
 def _teleport(room: str, valid: Sequence[str]) -> str | None:
-    return _first(valid, f"teleport to {room}")
+    return _first(valid, teleport_to(room))
 
 
 def _first(valid: Sequence[str], action: str) -> str | None:

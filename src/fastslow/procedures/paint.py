@@ -23,7 +23,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import focus_head, normalize, room_called, teleport_targets
+from fastslow.env.semantics import (
+    FOCUS,
+    focus_head,
+    focus_on,
+    normalize,
+    room_called,
+    teleport_targets,
+    teleport_to,
+    verb_target,
+)
 from fastslow.procedures.tasks import PaintTask, open_closed, paint_recipe
 
 STUDIO = "art studio"
@@ -50,29 +59,31 @@ def paint_step(
     containers = _containers(current.look)
     here = room_called(current.look)
     if not any(c.contents for c in containers):  # no paint in sight
-        if here != STUDIO and f"teleport to {STUDIO}" in valid:
-            return f"teleport to {STUDIO}"
+        if here != STUDIO and teleport_to(STUDIO) in valid:
+            return teleport_to(STUDIO)
         unseen = sorted(r for r in teleport_targets(valid) if r not in rooms and r != here)
-        return open_closed(current.look, valid) or (f"teleport to {unseen[0]}" if unseen else None)
+        return open_closed(current.look, valid) or (teleport_to(unseen[0]) if unseen else None)
     mixer = _mixer(containers, _poured(steps))
     if mixer is not None and mixer.contents == [f"{colour} paint"]:
         # ScienceWorld lists the mixture as "paint in bowl"; its own name works too, listed or not
         foci = [
             a
             for a in valid
-            if a.startswith("focus on ")
+            if (target := verb_target(a, FOCUS)) is not None
             and (
-                focus_head(a[9:]) == f"{colour} paint"
-                or (a[9:].startswith(("paint in ", "paint on ")) and mixer.called(a[18:], here))
+                focus_head(target) == f"{colour} paint"
+                or ((holder := _mixture_holder(target)) is not None and mixer.called(holder, here))
             )
         ]
-        return min(foci, key=len, default=f"focus on {colour} paint")
+        return min(foci, key=len, default=focus_on(f"{colour} paint"))
     needed = paint_recipe(colour)
     if mixer is None or not needed:
         return None
     missing = [c for c in needed if f"{c} paint" not in mixer.contents]
     if not missing:
-        mixes = [a for a in valid if a.startswith("mix ") and mixer.called(a[4:], here)]
+        mixes = [
+            a for a in valid if (mixed := verb_target(a, "mix")) is not None and mixer.called(mixed, here)
+        ]
         return min(mixes, key=len, default=None)
     for part in missing:
         pours = [
@@ -86,6 +97,15 @@ def paint_step(
         if pours:
             return min(pours, key=len)
     return open_closed(current.look, valid)  # a paint not in sight: in a closed cupboard
+
+
+def _mixture_holder(target: str) -> str | None:
+    """The container of a focus target that names a mixture as ScienceWorld lists it ("paint in bowl" ->
+    "bowl", "paint on ..." alike), as written; None for any other target."""
+    for mixture in ("paint in ", "paint on "):
+        if target.startswith(mixture):
+            return target.removeprefix(mixture)
+    return None
 
 
 _MADE = re.compile(r"mix to produce ([a-z]+(?:-[a-z]+)?) paint")

@@ -30,6 +30,8 @@ from fastslow.env.semantics import (
     normalize,
     object_names,
     resolve_focus_target,
+    verb_rest,
+    verb_target,
 )
 
 _DESCRIPTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -122,11 +124,10 @@ def life_stage_violation(
             final = len(focused) + 1 == int(count.group(1))
             if final != (rank == LIFE_STAGES["adult"]):
                 return "the adult is the last stage" if final else "the adult stage comes last"
-    prefix = FOCUS + " "
     for action in valid_actions:
-        if not action.startswith(prefix):
+        other = verb_target(action, FOCUS)
+        if other is None:
             continue
-        other = action[len(prefix) :]
         between = life_stage(other, look)
         if between is not None and last < between < rank and same_organism(other):
             return f"'{other}' is an earlier stage"
@@ -310,7 +311,7 @@ def thermometer_readings(measure: Measurement, steps: Sequence[tuple[str, str]])
         if act.startswith("examine "):
             found = _CALLED.match(observation.strip().lower())
             if found:
-                called[act[len("examine ") :]] = found.group(1)
+                called[verb_rest(act, "examine")] = found.group(1)
             continue
         reading = READING.search(observation)
         if reading is None or not act.startswith("use thermometer") or " on " not in act:
@@ -372,8 +373,8 @@ def measured_object(measure: Measurement, head: str) -> bool:
 def subject_focus(
     measure: Measurement, valid_actions: Sequence[str], look: str, inventory: str
 ) -> str | None:
-    """The shortest valid focus on the measured subject, by its name ("focus on tin") or as a
-    container's contents the look or inventory shows are it ("focus on substance in cup" holding the
+    """The shortest valid focus on the measured subject, by its name (``focus on tin``) or as a
+    container's contents the look or inventory shows are it (``focus on substance in cup`` holding the
     water); None when the subject is not in reach."""
     picks = []
     for action in valid_actions:
@@ -533,7 +534,7 @@ def open_closed(look: str, valid: Sequence[str]) -> str | None:
     for action in valid:
         if not action.startswith("open ") or action.startswith("open door"):
             continue
-        name = action[len("open ") :]
+        name = verb_rest(action, "open")
         line = object_line(look, name) or look.lower()
         last = name.split()[-1]
         if f"{last} door is closed" in line or f"{name} is closed" in line:

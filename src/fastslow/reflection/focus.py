@@ -4,8 +4,8 @@
 task (score -100). Gate-1's general rules guard it (``reflection.gate``): never focus twice on the same
 object, never on a place or on contents the task does not name, and no more foci than the budget:
 
-- the number of things the task description says to focus on ("focus on the 4 life stages of the
-  turtle"), where it states one;
+- the number of things the task description says to focus on (``focus on the 4 life stages of the
+  turtle``), where it states one;
 - else the task's own budget where a ``core.focus.FocusJudge`` knows the task (the hand-written task
   logic's train gold-path budgets, ``procedures.focus``, with ``procedures.enabled``);
 - else 1 (one focus: what most tasks ask, and the safe side of an irreversible action).
@@ -19,27 +19,22 @@ What a focus action targets and how ScienceWorld confirms it (``focus_target``, 
 
 from __future__ import annotations
 
-import re
-
 from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import FOCUS, focus_confirmed, focus_target
 
 # Re-exported for Gate-1 and the Critic (reflection/gate.py, reflection/critic.py), which import them here.
 from fastslow.env.semantics import content_words as content_words
+from fastslow.env.semantics import focus_confirmed, focus_target, is_focus, stated_focus_count
 from fastslow.env.semantics import focus_head as focus_head
 from fastslow.env.valid import FOCUS_COUNT
 
-FOCUS_PREFIX = FOCUS + " "
-_N_STAGES = re.compile(r"focus on the (\d+) life stages")
-
 
 def focus_limit_for(task_name: str, task_description: str = "", judge: FocusJudge | None = None) -> int:
-    """Focus actions the task needs: the number of things the description says to focus on ("focus on
-    the 3 life stages of the wolf"), else the judge's budget for the task, else 1 (module docstring)."""
-    match = _N_STAGES.search(task_description.lower())
-    if match:
-        return int(match.group(1))
+    """Focus actions the task needs: the number of things the description says to focus on (``focus on
+    the 3 life stages of the wolf``), else the judge's budget for the task, else 1 (module docstring)."""
+    stated = stated_focus_count(task_description)
+    if stated is not None:
+        return stated
     budget = judge.budget(task_name) if judge is not None else None
     return budget if budget is not None else 1
 
@@ -54,7 +49,7 @@ def focus_usage(
     per-task ``focus_on_count`` (``env.valid.FOCUS_COUNT``; 1 for an unknown task id, as their lookup
     defaults). ``limit`` overrides the allowed number; ``judge``: the task-specific budgets, if any."""
     if budget == "authors":
-        used = sum(1 for turn in traj.turns if turn.action.lower().startswith(FOCUS_PREFIX))
+        used = sum(1 for turn in traj.turns if is_focus(turn.action.lower()))
         allowed = FOCUS_COUNT.get(traj.task_id, 1)
     else:
         used = len(focused_targets(traj))

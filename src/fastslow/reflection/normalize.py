@@ -9,7 +9,7 @@ deterministic and testable without an environment.
 
 from __future__ import annotations
 
-from fastslow.env.semantics import verb_of_normalized
+from fastslow.env.semantics import FOCUS, is_focus, verb_of_normalized
 
 # Verb paraphrases -> ScienceWorld's verb. Applied to the start of an action only: an object name
 # must never be rewritten by a verb rule.
@@ -29,7 +29,7 @@ VERB_ALIASES: tuple[tuple[str, str], ...] = (
     ("goto", "go to"),
     ("walk to", "go to"),
     ("move to", "go to"),
-    ("focus", "focus on"),
+    ("focus", FOCUS),
 )
 
 # Whole-action aliases for ScienceWorld's argument-less commands.
@@ -73,8 +73,8 @@ def apply_aliases(norm: str) -> str:
         return COMMAND_ALIASES[norm]
     text = norm
     for old, new in VERB_ALIASES:
-        # "focus on x" must not become "focus on on x"; "move to" is a verb alias only without an object.
-        if old == "focus" and text.startswith("focus on "):
+        # ``focus on x`` must not become ``focus on on x``; "move to" is a verb alias only without an object.
+        if old == "focus" and is_focus(text):
             break
         replaced = _replace_prefix(text, old, new)
         if replaced is not None:
@@ -95,7 +95,7 @@ def apply_aliases(norm: str) -> str:
 
 
 def strip_qualifiers(norm: str) -> str:
-    """Drop container/location qualifiers: "focus on water in metal pot" -> "focus on water".
+    """Drop container/location qualifiers: ``focus on water in metal pot`` -> ``focus on water``.
 
     Two-object actions keep their own connective ("move x in cup to sink" -> "move x to sink"): only
     the " in ..." / " on ..." tails of each object are removed.

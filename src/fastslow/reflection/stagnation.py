@@ -19,7 +19,7 @@ fifth, the invalid-action loop, is the paper's and is kept in both profiles.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fastslow.core.focus import FocusJudge
@@ -35,10 +35,11 @@ from fastslow.env.semantics import (
 from fastslow.events import EventSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.focus import focus_limit_for, focused_targets
+from fastslow.vocab import NAVIGATION_LOOP, STAGNATION_PATTERNS, StagnationPattern
 
 _OPEN_DOOR = "open door to "
 # Main pattern first when several fire at once: the most specific evidence leads.
-PATTERNS = ("invalid_loop", "repeated_action", "repeated_observation", "verb_loop", "navigation_loop")
+PATTERNS = STAGNATION_PATTERNS
 
 
 def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
@@ -58,6 +59,9 @@ class _Snapshot:
     """The step changed the score or the (room, inventory, look) state."""
     obs: str
     """The observation, whitespace runs collapsed and lower-cased (the authors' same-observation key)."""
+
+
+_Detector = Callable[[list[_Snapshot]], tuple[list[int], list[str]] | None]
 
 
 class StagnationDetector:
@@ -82,7 +86,7 @@ class StagnationDetector:
         self.judge = judge
         self._snaps: list[_Snapshot] = []
         self._start = (room_of(first.look), first.inventory, first.look) if first is not None else None
-        self._last_reported: dict[str, int] = {}
+        self._last_reported: dict[StagnationPattern, int] = {}
 
     def update(self, traj: Trajectory) -> StagnationReport | None:
         if not traj.turns or (self._snaps and self._snaps[-1].turn.step >= traj.turns[-1].step):
@@ -93,15 +97,9 @@ class StagnationDetector:
         if step < cfg.min_step:
             return None
         window = self._snaps[-cfg.window :]
-        found: dict[str, tuple[list[int], list[str]]] = {}
-        for name, detect in (
-            ("invalid_loop", self._invalid_loop),
-            ("repeated_action", self._repeated_action),
-            ("repeated_observation", self._repeated_observation),
-            ("verb_loop", self._verb_loop),
-            ("navigation_loop", self._navigation_loop),
-        ):
-            hit = detect(window)
+        found: dict[StagnationPattern, tuple[list[int], list[str]]] = {}
+        for name in PATTERNS:
+            hit = self._detectors[name](window)
             if hit is not None and step - self._last_reported.get(name, -(10**9)) >= cfg.repeat_after:
                 found[name] = hit
         if not found:
@@ -134,6 +132,17 @@ class StagnationDetector:
         effect = turn.reward != 0 or before is None or (room, cur.inventory, cur.look) != before
         obs = " ".join(turn.observation.split()).lower()
         self._snaps.append(_Snapshot(turn, room, cur.inventory, cur.look, effect, obs))
+
+    @property
+    def _detectors(self) -> dict[StagnationPattern, _Detector]:
+        """Each pattern's detector."""
+        return {
+            "invalid_loop": self._invalid_loop,
+            "repeated_action": self._repeated_action,
+            "repeated_observation": self._repeated_observation,
+            "verb_loop": self._verb_loop,
+            NAVIGATION_LOOP: self._navigation_loop,
+        }
 
     @property
     def _by_observation(self) -> bool:

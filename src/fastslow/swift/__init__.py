@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fastslow.core.proposal import MemoryHint, Proposal, Proposer, RankedAction
 from fastslow.errors import UsageError
-from fastslow.swift.base import Candidate, MemoryHint, Proposal, Proposer
 from fastslow.swift.config import SwiftConfig
 
 if TYPE_CHECKING:  # the policy pulls in numpy and the feature code: loaded when a policy is made
@@ -65,10 +65,10 @@ def make_policy(config: SwiftConfig) -> SafetyPolicy:
 
 
 __all__ = [
-    "Candidate",
     "MemoryHint",
     "Proposal",
     "Proposer",
+    "RankedAction",
     "check_swift",
     "make_policy",
     "make_proposer",

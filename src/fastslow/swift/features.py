@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fastslow.core.trajectory import Trajectory, room_of
-from fastslow.env.semantics import ARGUMENT_JOINERS, NAVIGATION_VERBS, STOPWORDS
+from fastslow.env.semantics import ARGUMENT_JOINERS, NAVIGATION_VERBS, STOPWORDS, teleport_to
 from fastslow.env.semantics import arguments as arguments  # re-exported: swift/train.py, swift/policy.py
 from fastslow.env.semantics import verb_of as verb_of  # re-exported: swift/train.py
 from fastslow.swift.answer_box import box_features
@@ -178,7 +178,7 @@ class ActionTable:
 
     def task_keys(self, ids: IntArray, task_description: str) -> IntArray:
         """Per candidate, the pre-mixed key of its *task template*: the action with every word the
-        task description names replaced by <T> and numbers by #, e.g. "focus on <T>". It carries a
+        task description names replaced by <T> and numbers by #, e.g. ``focus on <T>``. It carries a
         gold path over to objects never seen in training (lead instead of water). Cached per task
         description, so a decision only computes it for actions new to the episode."""
         cache = self._task_cache.get(task_description)
@@ -321,7 +321,7 @@ def dense_features(table: ActionTable, ids: IntArray, state: SwiftState, box: bo
     x[:, 4] = _overlap(table, ids, state.task_description)
     x[:, 5] = _overlap(table, ids, state.history[-1][1] if state.history else state.look)
     x[:, 6] = _overlap(table, ids, state.inventory)
-    visited = {f"teleport to {r}": 1.0 for r in state.visited_rooms}
+    visited = {teleport_to(r): 1.0 for r in state.visited_rooms}
     visited.update({f"go to {r}": 1.0 for r in state.visited_rooms})
     x[:, 7] = _per_action(table, ids, visited)
     if state.memories:

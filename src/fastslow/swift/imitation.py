@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.features import (
     DENSE,
     N_BUCKETS,
@@ -129,7 +129,7 @@ def ranked(actions: Sequence[str], scores: FloatArray, top_k: int) -> Proposal:
     top = float(scores[order[0]])
     probs = np.exp(scores[finite] - top)
     confidence = float(1.0 / probs.sum())
-    return Proposal(tuple(Candidate(actions[i], float(scores[i])) for i in order), confidence)
+    return Proposal(tuple(RankedAction(actions[i], float(scores[i])) for i in order), confidence)
 
 
 def task_key(task_name: str) -> int:

@@ -33,11 +33,16 @@ import numpy as np
 
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
+    AMBIGUOUS,
+    FOCUS,
     FocusObject,
     focus_contents_mismatch,
     focus_repeats,
+    is_focus,
     landed_object,
     teleport_targets,
+    verb_rest,
+    verb_target,
 )
 from fastslow.swift.features import FloatArray, arguments, words
 
@@ -92,7 +97,7 @@ class SafetyPolicy:
         rooms: set[str],
         current: StepResult | None = None,
     ) -> bool:
-        target = action[len("focus on ") :]
+        target = verb_rest(action, FOCUS)
         if target in self._missed or (current is None and target in self._focused):
             return False
         if current is not None and focus_repeats(target, current.look, current.inventory, self._landed):
@@ -124,16 +129,16 @@ class SafetyPolicy:
         for a in recent:
             counts[a] = counts.get(a, 0) + 1
         rooms = teleport_targets(current.valid_actions)
-        # After "focus on X" was ambiguous, a bare number would confirm a focus on an arbitrary object.
-        ambiguous_focus = bool(self._recent) and self._recent[-1].startswith("focus on ")
-        ambiguous_focus = ambiguous_focus and current.observation.startswith("Ambiguous request")
+        # After ``focus on X`` was ambiguous, a bare number would confirm a focus on an arbitrary object.
+        ambiguous_focus = bool(self._recent) and is_focus(self._recent[-1])
+        ambiguous_focus = ambiguous_focus and current.observation.startswith(AMBIGUOUS)
         for i, action in enumerate(actions):
             if (
                 (ambiguous_focus and action.isdigit())
                 or self._held(action, fingerprint)
                 or (
                     self.focus_rule
-                    and action.startswith("focus on")
+                    and action.startswith(FOCUS)
                     and not self.focus_allowed(action, task_name, current.task_description, rooms, current)
                 )
             ):
@@ -145,8 +150,8 @@ class SafetyPolicy:
 
     def observe(self, before: StepResult, action: str, after: StepResult) -> None:
         self._recent.append(action)
-        if action.startswith("focus on "):
-            target = action[len("focus on ") :]
+        target = verb_target(action, FOCUS)
+        if target is not None:
             self._focused.add(target)
             landed = landed_object(target, after.observation, before.look, before.inventory)
             if landed is None:

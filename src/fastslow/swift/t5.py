@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
-from fastslow.swift.base import Candidate, MemoryHint, Proposal
 from fastslow.swift.data import match_valid, read_episodes, replay_rows
 from fastslow.swift.t5_format import decoded_action, render_trajectory
 from fastslow.swift.train import label_of
@@ -107,7 +107,7 @@ class T5Swift:
             return Proposal((), 0.0)
         best = max(seen.values())
         total = sum(math.exp(s - best) for s in seen.values())
-        cands = tuple(Candidate(a, s) for a, s in sorted(seen.items(), key=lambda kv: -kv[1]))
+        cands = tuple(RankedAction(a, s) for a, s in sorted(seen.items(), key=lambda kv: -kv[1]))
         return Proposal(cands, 1.0 / total)
 
 

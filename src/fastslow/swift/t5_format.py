@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from fastslow.core.proposal import MemoryHint
 from fastslow.core.trajectory import Trajectory
-from fastslow.swift.base import MemoryHint
 from fastslow.templates import prompt_template
 
 TEMPLATE = "swift_t5.j2"

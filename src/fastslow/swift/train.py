@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from fastslow.env.semantics import FOCUS, verb_target
 from fastslow.swift.data import match_valid, read_rows
 from fastslow.swift.features import (
     N_BUCKETS,
@@ -99,8 +100,9 @@ def load_examples(
         examples.append(
             Example(state, ids, valid.index(label), f"{row['task_id']:02d}-{row['variation']:04d}")
         )
-        if label.startswith("focus on "):
-            target = (arguments(label) or [label[len("focus on ") :]])[0]
+        focused = verb_target(label, FOCUS)
+        if focused is not None:
+            target = (arguments(label) or [focused])[0]
             focus.setdefault(state.task_name, set()).update(words(target))
             named = set(words(target)) <= set(words(state.task_description))
             named_count.setdefault(state.task_name, []).append(named)

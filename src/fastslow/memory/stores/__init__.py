@@ -1,7 +1,12 @@
-"""AMM stores (paper §3.1): ``open_store`` picks the backend named in the config or by a location."""
+"""AMM stores (paper §3.1): ``open_store`` picks the backend named in the config or by a location.
+
+A run's store has one owner in each process: ``shared_store`` opens it on first use, every agent and
+harness call of that process shares it, and it is closed when the process exits.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
 from typing import TYPE_CHECKING
 
@@ -11,7 +16,15 @@ from fastslow.memory.stores.base import BulkStore, MemoryStore, MemoryStoreError
 if TYPE_CHECKING:  # numpy stays unloaded until a store with vectors is opened (tests/test_layers.py)
     from fastslow.models.embeddings import Embedder
 
-__all__ = ["BulkStore", "MemoryStore", "MemoryStoreError", "is_dsn", "open_location", "open_store"]
+__all__ = [
+    "BulkStore",
+    "MemoryStore",
+    "MemoryStoreError",
+    "is_dsn",
+    "open_location",
+    "open_store",
+    "shared_store",
+]
 
 
 def is_dsn(location: str) -> bool:
@@ -62,6 +75,21 @@ def open_store(cfg: AmmConfig) -> BulkStore:
         max_postings=cfg.retrieval.max_postings,
         embedder=embedder_for(cfg.retrieval),
     )
+
+
+_SHARED: dict[tuple[str, str | None, str, str | None, str], BulkStore] = {}
+"""The stores this process has opened, one per location."""
+
+
+def shared_store(cfg: AmmConfig) -> BulkStore:
+    """This process's store for ``cfg``'s location: opened once, shared, closed at exit."""
+    key = (cfg.store, cfg.path, cfg.dsn, cfg.password_env, cfg.table)
+    store = _SHARED.get(key)
+    if store is None:
+        store = open_store(cfg)
+        _SHARED[key] = store
+        atexit.register(store.close)
+    return store
 
 
 def open_location(

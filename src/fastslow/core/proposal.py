@@ -31,7 +31,9 @@ class MemoryHint(Protocol):
 
 
 @dataclass(frozen=True)
-class Candidate:
+class RankedAction:
+    """One action in Swift's ranking, with its score and - when hand-written logic put it there - the rule."""
+
     action: str
     score: float
     """Model score of this candidate (higher is better; comparable within one proposal only)."""
@@ -43,7 +45,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Proposal:
-    candidates: tuple[Candidate, ...]
+    candidates: tuple[RankedAction, ...]
     """Ranked best first."""
     confidence: float
     """Probability-like confidence in the top candidate, 0-1."""

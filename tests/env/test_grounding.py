@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastslow.controller.grounding import Grounder
+from fastslow.env.grounding import Grounder
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import clean as normalize
 

@@ -1,0 +1,261 @@
+"""The LLM Critic (paper §3.2, ``critic.kind: llm``): the paper's backend, one model call per report.
+
+``render_critic_prompt`` fills ``prompts/critic.j2`` with the task, the state, the recent turns, the
+report, its constraints, AMM's evidence and a list of valid actions; ``parse_critic_reply`` reads the
+diagnosis and the numbered actions back. Two lists: fastslow's 40-action sample (task-relevant actions,
+focus actions on targets the task names, unvisited rooms) with the report's constraints, or, with
+``critic.prompt_actions: all``, the paper authors' whole filtered valid set (``critic_action_list``)
+with their runtime constraints (``authors_constraints``). ``critic.prompt_budget_tokens`` cuts the
+authors' list, then the history, to fit a small model's context (``_fit_actions``). The scheduler
+(``reflection.critic.scheduler``) keeps only answers in the list the prompt showed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastslow.core.focus import FocusJudge
+from fastslow.core.trajectory import Trajectory, Turn
+from fastslow.env.semantics import NAVIGATION_VERBS, ROOMS, focus_target, verb_of
+from fastslow.events import EventSink, ListSink, StagnationReport
+from fastslow.models import ChatModel, Message, call_model, estimate_tokens
+from fastslow.reflection.critic.base import MemoryFetch
+from fastslow.reflection.critic.rules import relevant_actions, room_names, unvisited_rooms
+from fastslow.reflection.focus import focus_usage
+from fastslow.templates import prompt_template
+from fastslow.vocab import NAVIGATION_LOOP
+
+_NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*•])\s*")
+_VALID_SAMPLE = 40
+_MIN_LISTED = 20
+"""A budget-cut authors' list keeps at least this many actions; the history gives way first."""
+
+_AIR_OR_AGENT = re.compile(r"\b(?:air|agent)\b")
+_INSPECTION = re.compile(r"^(?:look at|examine) (.+)$")
+MOVE_PREFIXES = ("go to ", "teleport to ", "open door to ")
+"""What the authors count as a navigation action in a Critic answer (and in their detector)."""
+
+
+def critic_action_list(traj: Trajectory) -> list[str]:
+    """The valid actions the authors' Critic sees and may answer with, sorted: the state's valid set
+    minus every look (the look text is in the prompt already), inspections of a room and actions naming
+    the air or the agent; ``wait`` stays, and an empty result falls back to the whole set."""
+    valid = sorted(traj.current.valid_actions)
+    rooms = set(ROOMS) | set(traj.visited_rooms)
+    kept: list[str] = []
+    for action in valid:
+        norm = " ".join(action.lower().split())
+        if not norm or _AIR_OR_AGENT.search(norm) or norm == "look around" or norm.startswith("look "):
+            continue
+        inspected = _INSPECTION.match(norm)
+        if inspected is not None and inspected.group(1) in rooms:
+            continue
+        kept.append(action)
+    if "wait" in valid and "wait" not in kept:
+        kept.append("wait")
+    return kept or valid
+
+
+def _navigation_count(turns: Sequence[Turn]) -> int:
+    return sum(
+        1 for t in turns if verb_of(t.action) in NAVIGATION_VERBS or t.action.startswith(MOVE_PREFIXES)
+    )
+
+
+def authors_constraints(
+    report: StagnationReport, traj: Trajectory, focus_budget: str, judge: FocusJudge | None = None
+) -> list[str]:
+    """The runtime constraints the authors' Critic prompt states, in our words: the focus count (focus
+    forbidden once it is used up), navigation disfavoured on a navigation loop or 3+ moves in the last 5
+    steps, the last three actions to avoid, at most one move in the answer."""
+    used, limit = focus_usage(traj, focus_budget, judge=judge)
+    lines = [f"focus actions used: {used} of {limit}"]
+    if used >= limit:
+        lines.append("no focus action may be proposed: the focus budget is used up")
+    if NAVIGATION_LOOP in report.patterns or _navigation_count(traj.recent(5)) >= 3:
+        lines.append("navigation is strongly disfavoured: move only when nothing else can make progress")
+    recent = [t.action for t in traj.recent(3)]
+    if recent:
+        lines.append(f"avoid repeating the last actions unless one is a needed step: {'; '.join(recent)}")
+    lines.append("at most one navigation action (go to / teleport to / open door to) in the list")
+    return lines
+
+
+def render_critic_prompt(
+    report: StagnationReport,
+    traj: Trajectory,
+    memories: Sequence[str] = (),
+    *,
+    history: int = 10,
+    max_actions: int = 5,
+    all_actions: bool = False,
+    focus_budget: str = "gold",
+    budget_tokens: int = 0,
+    judge: FocusJudge | None = None,
+) -> str:
+    """The Critic's user message (``prompts/critic.j2``). ``all_actions``: list the whole filtered valid
+    set (``critic_action_list``) with the authors' constraints, instead of fastslow's 40-action sample.
+    ``judge``: the task-specific focus rules (``procedures``): their budget, and the focus actions listed
+    only where the task names their target.
+    ``budget_tokens`` (0: none): a longer prompt lists only the most task-relevant part of that set
+    (``_fit_actions``) and then fewer turns, so that it fits a small model's context."""
+    cur = traj.current
+    if all_actions:
+        listed = critic_action_list(traj)
+        prompt = _Prompt(
+            report, traj, memories, max_actions, authors_constraints(report, traj, focus_budget, judge)
+        )
+        if budget_tokens:
+            return _fit_actions(prompt, listed, budget_tokens, history)
+        return prompt.render(listed, True, history)
+    rooms = room_names(traj)
+    focus = [
+        a
+        for a in cur.valid_actions
+        if (target := focus_target(a)) is not None
+        and target not in rooms
+        and (judge is None or judge.names_target(traj.task_name, traj.task_description, target))
+    ]
+    listed = relevant_actions(traj, _VALID_SAMPLE - 10) + focus[:5]
+    listed += [a for a in unvisited_rooms(traj) if a not in listed]
+    prompt = _Prompt(report, traj, memories, max_actions, report.constraints)
+    return prompt.render(listed[:_VALID_SAMPLE], False, history)
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    """The parts of a Critic prompt that do not change while its action list is cut to a budget."""
+
+    report: StagnationReport
+    traj: Trajectory
+    memories: Sequence[str]
+    max_actions: int
+    constraints: Sequence[str]
+
+    def render(self, listed: Sequence[str], all_actions: bool, history: int, of_total: int = 0) -> str:
+        cur = self.traj.current
+        # The Critic's prompt keeps its final newline, as it was written and measured.
+        return prompt_template("critic.j2", keep_trailing_newline=True).render(
+            task=self.traj.task_description.strip(),
+            room=self.traj.room,
+            look=cur.look.strip(),
+            inventory=cur.inventory.strip(),
+            score=cur.score,
+            step=cur.steps,
+            turns=self.traj.recent(history),
+            report=self.report,
+            constraints=self.constraints,
+            memories=list(self.memories),
+            valid_sample=listed,
+            all_actions=all_actions,
+            of_total=of_total,
+            max_actions=self.max_actions,
+        )
+
+
+def _fit_actions(prompt: _Prompt, listed: list[str], budget_tokens: int, history: int) -> str:
+    """The authors' prompt with its action list cut to fit ``budget_tokens`` (estimated): the whole list
+    when it fits; else the task-relevant actions first (``relevant_actions``), then unvisited rooms, then
+    the rest in the list's order, as many as fit (at least ``_MIN_LISTED``), shown sorted as the authors'
+    list is; if even those do not fit, fewer turns of history. Their 7B model's 32k context never needs
+    this; SmolLM2's 4,096 tokens overflow on most states (the whole list is 5-15k tokens)."""
+
+    def render(actions: Sequence[str], turns: int) -> str:
+        total = len(listed) if len(actions) < len(listed) else 0
+        return prompt.render(sorted(actions), True, turns, total)
+
+    full = render(listed, history)
+    if estimate_tokens(full) <= budget_tokens:
+        return full
+    traj = prompt.traj
+    allowed = set(listed)
+    first = [a for a in relevant_actions(traj, len(listed)) if a in allowed]
+    first += [a for a in unvisited_rooms(traj) if a in allowed]
+    ranked = list(dict.fromkeys([*first, *listed]))
+    low, high = min(_MIN_LISTED, len(ranked)), len(ranked)
+    while low < high:  # the most actions that fit: the prompt grows with every action listed
+        mid = (low + high + 1) // 2
+        if estimate_tokens(render(ranked[:mid], history)) <= budget_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    turns = history
+    text = render(ranked[:low], turns)
+    while turns > 0 and estimate_tokens(text) > budget_tokens:
+        turns -= 1
+        text = render(ranked[:low], turns)
+    return text
+
+
+def parse_critic_reply(text: str) -> tuple[str, list[str]]:
+    """(diagnosis + correction, actions) from the Critic's answer; tolerant of bullets and quotes."""
+    diagnosis: list[str] = []
+    actions: list[str] = []
+    in_actions = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        low = line.lower()
+        if low.startswith(("diagnosis:", "correction:")):
+            diagnosis.append(line.split(":", 1)[1].strip())
+            in_actions = False
+        elif low.startswith("actions:"):
+            in_actions = True
+            rest = line.split(":", 1)[1].strip()
+            if rest:
+                actions.append(rest)
+        elif line and (in_actions or _NUMBERED.match(line)):
+            action = _NUMBERED.sub("", line).strip().strip("`\"'").rstrip(".").strip()
+            if action:
+                actions.append(action)
+    return " ".join(d for d in diagnosis if d), actions
+
+
+class LlmCritic:
+    """The paper's Critic: one model call (role ``critic``) with the prompt of ``critic.j2``."""
+
+    kind = "llm"
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        sink: EventSink | None = None,
+        history: int = 10,
+        max_actions: int = 5,
+        all_actions: bool = False,
+        focus_budget: str = "gold",
+        budget_tokens: int = 0,
+        judge: FocusJudge | None = None,
+    ) -> None:
+        self.model = model
+        self.judge = judge
+        """The task-specific focus rules (``procedures.enabled``) the prompt applies, if any."""
+        self.sink: EventSink = sink if sink is not None else ListSink()
+        self.history = history
+        self.max_actions = max_actions
+        self.all_actions = all_actions
+        """The prompt lists the whole filtered valid set (``critic.prompt_actions: all``)."""
+        self.focus_budget = focus_budget
+        self.budget_tokens = budget_tokens
+
+    def propose(
+        self, report: StagnationReport, traj: Trajectory, memories: MemoryFetch
+    ) -> tuple[str, list[str]]:
+        # Read (and logged by AMM) only here.
+        evidence = memories(report.patterns or [report.pattern]) if memories is not None else []
+        prompt = render_critic_prompt(
+            report,
+            traj,
+            evidence,
+            history=self.history,
+            max_actions=self.max_actions,
+            all_actions=self.all_actions,
+            focus_budget=self.focus_budget,
+            budget_tokens=self.budget_tokens,
+            judge=self.judge,
+        )
+        messages: list[Message] = [{"role": "user", "content": prompt}]
+        completion = call_model(self.model, messages, sink=self.sink, role="critic", step=traj.current.steps)
+        return parse_critic_reply(completion.text)

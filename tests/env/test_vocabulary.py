@@ -1,0 +1,123 @@
+"""ScienceWorld's action vocabulary behind named helpers (``fastslow.env.semantics``), and the fixed
+vocabularies the rest of the package takes from ``fastslow.env.semantics`` and ``fastslow.vocab``.
+
+The helpers replaced literal prefixes and slices (``a[9:]`` after "focus on ", ``a[8:]`` after "pick up
+") without changing behaviour: these tests pin the exact contracts, edge cases included (a bare "focus
+on", no space after the verb, trailing spaces kept)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import fastslow
+from fastslow import vocab
+from fastslow.env.semantics import (
+    AMBIGUOUS,
+    CRITIC_FAILURE_SIGNAL,
+    CRITIC_REFUSALS,
+    FOCUS,
+    PICK_UP,
+    TELEPORT,
+    focus_on,
+    focus_target,
+    is_focus,
+    stated_focus_count,
+    teleport_targets,
+    teleport_to,
+    verb_rest,
+    verb_target,
+)
+
+ACTIONS = [
+    "focus on red paint",
+    "focus on paint in bowl",
+    "focus on substance in metal pot ",
+    "focus on",
+    "focus on ",
+    "focus onion",
+    "Focus on apple",
+    "pick up thermometer",
+    "pick up",
+    "pick upper",
+    "teleport to kitchen",
+    "move lead to metal pot",
+    "look at inclined plane a",
+    "mix jug",
+    "",
+    "wait1",
+]
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize("verb", [FOCUS, PICK_UP, TELEPORT, "move", "look at", "mix"])
+def test_verb_target_is_the_checked_slice(action: str, verb: str) -> None:
+    expected = action[len(verb) + 1 :] if action.startswith(verb + " ") else None
+    assert verb_target(action, verb) == expected
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_verb_rest_is_the_unchecked_slice(action: str) -> None:
+    assert verb_rest(action, FOCUS) == action[9:]
+    assert verb_rest(action, PICK_UP) == action[8:]
+    assert verb_rest(action, "mix") == action[4:]
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_is_focus_needs_the_space(action: str) -> None:
+    assert is_focus(action) == action.startswith("focus on ")
+    assert is_focus(action) == (verb_target(action, FOCUS) is not None)
+
+
+def test_focus_and_teleport_actions() -> None:
+    assert FOCUS == "focus on" and PICK_UP == "pick up" and TELEPORT == "teleport to"
+    assert focus_on("red paint") == "focus on red paint"
+    assert focus_on("seed in flower pot 1") == "focus on seed in flower pot 1"
+    assert teleport_to("art studio") == "teleport to art studio"
+    assert verb_target(focus_on(" x "), FOCUS) == " x "  # as written ...
+    assert focus_target(focus_on(" x ")) == "x"  # ... where focus_target strips
+    assert teleport_targets([teleport_to("kitchen"), focus_on("kitchen")]) == {"kitchen"}
+    assert verb_target("focus on", FOCUS) is None and verb_rest("focus on", FOCUS) == ""
+
+
+def test_feedback_phrases() -> None:
+    assert AMBIGUOUS == "Ambiguous request"
+    assert CRITIC_FAILURE_SIGNAL[:5] == CRITIC_REFUSALS[:5]
+    assert set(CRITIC_FAILURE_SIGNAL) - set(CRITIC_REFUSALS) == {"not possible", "cannot"}
+    assert all(p == p.lower() for p in (*CRITIC_REFUSALS, *CRITIC_FAILURE_SIGNAL))
+
+
+def test_stated_focus_count() -> None:
+    text = "Your task is to focus on the 4 life stages of the turtle, starting from earliest to latest."
+    assert stated_focus_count(text) == 4
+    assert stated_focus_count("FOCUS ON THE 3 LIFE STAGES of the wolf") == 3
+    assert stated_focus_count("Your task is to boil water. First, focus on the substance.") is None
+
+
+def test_stagnation_patterns_come_from_vocab() -> None:
+    from fastslow.memory.hooks import NAVIGATION_PATTERN
+    from fastslow.reflection.stagnation import PATTERNS
+
+    assert PATTERNS is vocab.STAGNATION_PATTERNS
+    assert vocab.NAVIGATION_LOOP == NAVIGATION_PATTERN == "navigation_loop"
+    assert vocab.NAVIGATION_LOOP in vocab.STAGNATION_PATTERNS
+
+
+_FOCUS_LITERAL = re.compile(r"[\"']focus on")
+_PREFIX_SLICE = re.compile(r"\b(?:a|action|act|label)\[\d+:")
+
+
+def test_focus_literals_and_prefix_slices_live_in_env() -> None:
+    """Outside ``fastslow.env`` no "focus on" literal and no action-prefix slice: the helpers say it."""
+    root = Path(fastslow.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "env":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _FOCUS_LITERAL.search(line) or _PREFIX_SLICE.search(line):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
