@@ -1,7 +1,7 @@
 """fastslow: dual-process language agents (SwiftSage + AMM + SRM) on ScienceWorld.
 
 The public surface is what a user types; everything else is internal. The names load on first use, so
-importing one component (``fastslow.swift.base``, say) does not pull in every other one.
+importing one component (``fastslow.core.proposal``, say) does not pull in every other one.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from fastslow.core.proposal import Proposer
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink
+from fastslow.memory.episode import Amm
 from fastslow.memory.hook import AmmHook
-from fastslow.memory.hooks import Amm
 from fastslow.memory.stores import BulkStore, shared_store
 from fastslow.models import ChatModel, make_model
 from fastslow.models.breaker import guard

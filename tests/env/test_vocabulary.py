@@ -97,7 +97,7 @@ def test_stated_focus_count() -> None:
 
 
 def test_stagnation_patterns_come_from_vocab() -> None:
-    from fastslow.memory.hooks import NAVIGATION_PATTERN
+    from fastslow.memory.episode import NAVIGATION_PATTERN
     from fastslow.reflection.stagnation import PATTERNS
 
     assert PATTERNS is vocab.STAGNATION_PATTERNS

@@ -24,8 +24,8 @@ from fastslow.eval.metrics import memory_episode, paper_episode
 from fastslow.eval.runner import run_episode
 from fastslow.events import CriticCall, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import RetrievalConfig
+from fastslow.memory.episode import Amm
 from fastslow.memory.hook import AmmHook
-from fastslow.memory.hooks import Amm
 from fastslow.memory.stores.sqlite import SqliteStore
 from fastslow.models.scripted import ScriptedModel
 from integration.helpers import record

@@ -8,7 +8,7 @@ from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
-from fastslow.memory.hooks import AmmHooks
+from fastslow.memory.episode import EpisodeMemory
 
 
 def start(env: ScienceWorldAdapter, task: int, variation: int, gold: bool = False) -> Trajectory:
@@ -16,7 +16,9 @@ def start(env: ScienceWorldAdapter, task: int, variation: int, gold: bool = Fals
     return Trajectory(task, get_task(task).name, variation, result.task_description, result)
 
 
-def play(env: ScienceWorldAdapter, traj: Trajectory, hooks: AmmHooks, actions: Sequence[str]) -> StepResult:
+def play(
+    env: ScienceWorldAdapter, traj: Trajectory, hooks: EpisodeMemory, actions: Sequence[str]
+) -> StepResult:
     for action in actions:
         prev = traj.current
         result = env.step(action)

@@ -18,7 +18,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.wrappers import TimeLimit
 from fastslow.events import EndState, ListSink, MemoryWrite
 from fastslow.memory.config import AmmConfig, SalienceConfig
-from fastslow.memory.hooks import Amm, AmmHooks
+from fastslow.memory.episode import Amm, EpisodeMemory
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.salience import AUTHORS_SUBTAGS, best_score_before
 from fastslow.memory.stores import open_store
@@ -28,7 +28,7 @@ GARBAGE = "xyzzy frobnicate the quux"
 WAITS = ("wait", "wait1", "wait2")
 
 
-def authors_hooks(tmp_path: Path, sink: ListSink, **write: object) -> AmmHooks:
+def authors_hooks(tmp_path: Path, sink: ListSink, **write: object) -> EpisodeMemory:
     """The paper configuration's write side: amm.yaml's ``write`` section (authors' gate, no dedup)."""
     paper = load_config("amm").amm.write
     cfg = AmmConfig(

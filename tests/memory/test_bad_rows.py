@@ -21,7 +21,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.metrics import memory_usage
 from fastslow.events import EndState, EpisodeEnd, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import AmmConfig
-from fastslow.memory.hooks import Amm
+from fastslow.memory.episode import Amm
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores import BulkStore
 from fastslow.memory.stores.base import scoped_text

@@ -14,7 +14,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, InjectionConfig
-from fastslow.memory.hooks import Amm
+from fastslow.memory.episode import Amm
 from fastslow.memory.stores import open_store
 from fastslow.memory.stores.sqlite import SqliteStore
 

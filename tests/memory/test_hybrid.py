@@ -22,7 +22,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.eval.rundir import claim_run, memory_ranking, run_lock
 from fastslow.events import ListSink, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, RetrievalConfig
-from fastslow.memory.hooks import Amm
+from fastslow.memory.episode import Amm
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.retrieval import MemoryRetriever, authors_query, hybrid_search, rrf_fuse, state_query
 from fastslow.memory.stores import BulkStore, MemoryStoreError

@@ -22,7 +22,7 @@ from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink
 from fastslow.memory.config import AmmConfig
-from fastslow.memory.hooks import Amm
+from fastslow.memory.episode import Amm
 from fastslow.memory.injection import neutralize, plain_text
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.sqlite import SqliteStore

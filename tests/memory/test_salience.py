@@ -10,7 +10,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.events import ListSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import AmmConfig, SalienceConfig
-from fastslow.memory.hooks import Amm, AmmHooks
+from fastslow.memory.episode import Amm, EpisodeMemory
 from fastslow.memory.stores import open_store
 from fastslow.memory.stores.sqlite import SqliteStore
 
@@ -18,7 +18,7 @@ CHEMISTRY_MIX, FIND_ANIMAL, FIND_NON_LIVING, LIFE_STAGES_2 = 2, 5, 7, 13
 GARBAGE = "xyzzy frobnicate the quux"
 
 
-def hooks_for(tmp_path: Path, sink: ListSink, **write: object) -> AmmHooks:
+def hooks_for(tmp_path: Path, sink: ListSink, **write: object) -> EpisodeMemory:
     cfg = AmmConfig(enabled=True, path=str(tmp_path / "m.sqlite"), write=SalienceConfig(**write))
     return Amm(cfg, open_store(cfg)).episode("test-ep", sink)
 

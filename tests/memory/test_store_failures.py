@@ -19,7 +19,7 @@ from fastslow.bench.memory import synthetic_records
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.events import ListSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import AmmConfig
-from fastslow.memory.hooks import Amm
+from fastslow.memory.episode import Amm
 from fastslow.memory.stores import MemoryStoreError
 from fastslow.memory.stores.sqlite import SqliteStore
 

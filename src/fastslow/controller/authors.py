@@ -3,7 +3,7 @@
 The paper (§3) describes SwiftSage's arbitration; its numbers come from the authors' final loop
 (joaommeneses/Autonomous-Agent-with-Adaptive-Memory: ``eval_agent_fast_slow.py`` and
 ``eval_utils.findValidActionWithSystem2``), which differs from SwiftSage's text at points that change
-results. ``escalation.Arbiter`` is SwiftSage as described; this module is the authors' loop, used by the
+results. ``escalation.SwiftSageArbiter`` is SwiftSage as described; this module is the authors' loop, used by the
 ``paper*``, ``baseline``, ``amm``, ``srm`` and ``full`` configurations (docs/fidelity.md, rows A1-A9):
 
 - Swift is judged on its top prediction only, after the authors' rewrites (``env.valid.rewrite``); a

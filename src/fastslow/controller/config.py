@@ -136,7 +136,7 @@ class ControllerConfig(StrictModel):
     ambiguous_answer: str = Field(default="0", pattern=r"^[0-9]+$")
     """Reply to ScienceWorld's "Ambiguous request" question (SwiftSage answers 0: the first option)."""
     loop: Literal["swiftsage", "authors"] = "swiftsage"
-    """swiftsage: SwiftSage's arbitration as its paper describes it (``escalation.Arbiter``: the first of
+    """swiftsage: SwiftSage's arbitration as its paper describes it (``escalation.SwiftSageArbiter``: the first of
     Swift's ranked candidates that grounds, fuzzy grounding, streak rules). authors: the paper's authors'
     final loop (``controller.authors``: Swift's top prediction after their rewrites, exact membership,
     their forcing rules and LoopGuard, nothing invalid executed); the paper configurations use it

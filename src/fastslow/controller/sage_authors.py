@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env import valid as authors
+from fastslow.env import valid
 from fastslow.env.func_actions import to_func
 from fastslow.env.semantics import FOCUS
 
@@ -280,4 +280,4 @@ def action_types(demo_lines: Sequence[str]) -> list[tuple[str, str]]:
 def focus_whitelist(task: str) -> list[str]:
     """The only things the prompts allow a focus on: the targets the task's description names after
     ``focus on`` (``env.valid.focus_targets``)."""
-    return authors.focus_targets(task)
+    return valid.focus_targets(task)

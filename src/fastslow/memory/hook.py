@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from fastslow.core.hooks import NO_ACTIONS, BufferActions, LoopHook, ProposalTurn, Revision, StepDone
 from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.trajectory import Trajectory
-from fastslow.memory.hooks import AmmHooks
+from fastslow.memory.episode import EpisodeMemory
 
 
 class AmmHook(LoopHook):
-    """AMM for one episode (``memory.hooks.AmmHooks`` holds its triggers and write path)."""
+    """AMM for one episode (``memory.episode.EpisodeMemory`` holds its triggers and write path)."""
 
-    def __init__(self, memory: AmmHooks) -> None:
+    def __init__(self, memory: EpisodeMemory) -> None:
         self.memory = memory
 
     def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> Revision:

@@ -206,7 +206,7 @@ def critic_wants_avoidance(traj: Trajectory, patterns: Sequence[str] | None) -> 
     return any(k in recent for k in CRITIC_FAILURE_SIGNAL)
 
 
-class AmmHooks:
+class EpisodeMemory:
     """AMM for one episode."""
 
     def __init__(
@@ -488,7 +488,7 @@ class Amm:
         self.cfg = cfg
         self.store = store
 
-    def episode(self, episode_id: str, sink: EventSink, warmup: bool = False) -> AmmHooks:
+    def episode(self, episode_id: str, sink: EventSink, warmup: bool = False) -> EpisodeMemory:
         """Hooks for one episode; frozen mode writes only during warm-up episodes."""
         writable = warmup or self.cfg.mode == "online"
-        return AmmHooks(self.cfg, self.store, sink, episode_id, writable)
+        return EpisodeMemory(self.cfg, self.store, sink, episode_id, writable)
