@@ -42,7 +42,7 @@ from fastslow.vocab import (
     StagnationPattern,
     StepSource,
 )
-from fastslow.vocab import MemoryTrigger as MemoryTrigger  # re-exported: memory.hooks imports it from here
+from fastslow.vocab import MemoryTrigger as MemoryTrigger  # re-exported: memory.episode, memory.retrieval
 
 SCHEMA_VERSION = 1
 
@@ -136,6 +136,9 @@ class ModelCall(_Event):
     skipped: str | None = None
     """Why the call was not sent (its role's circuit breaker is open after failed calls in a row: no
     attempt, no error, no tokens); None for a call that was sent."""
+    constraint: str | None = None
+    """The kind of constraint the call passed (``models.constraint``: choice, regex, grammar); None for an
+    unconstrained call (and in logs written before constraints existed)."""
 
 
 class EpisodeEnd(_Event):

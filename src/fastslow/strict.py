@@ -20,8 +20,8 @@ _SEQUENCES = (list, tuple, set, frozenset)
 class StrictModel(BaseModel):
     """``extra="forbid"`` so a typo in an ablation cannot silently fall back to a default; a boolean
     where a number is meant (``-o env.step_limit=true``, ``top_k: yes``) is refused rather than read as
-    1 or 0, in scalars and in lists or mappings of numbers. Numbers given as YAML ints or floats load as
-    before (an int where a float is meant included)."""
+    1 or 0, in scalars and in lists or mappings of numbers. Numbers given as YAML ints or floats load
+    as pydantic validates them (an int where a float is meant included)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
 

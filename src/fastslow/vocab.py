@@ -97,6 +97,11 @@ the authors' loop treat them all as Swift's action, and the authors' counter
 BUFFER_SOURCES: tuple[StepSource, ...] = ("sage", "critic")
 """Sources whose actions came out of the action buffer."""
 
+Refuser = Literal["gate", "policy", "focus_gate", "focus_done"]
+"""Which ``before_action`` hook refused a candidate (``core.hooks.Candidate.refused_by``): SRM's Gate-1,
+Swift's safety policy (an ambiguity answer completing a forbidden focus), the authors' focus gate (a
+Swift focus before Sage has focused) and its focus limit (the task's focus count reached)."""
+
 ProcedureRule = Literal[
     "procedure:matter",
     "procedure:paint",

@@ -22,6 +22,6 @@ def play(
     for action in actions:
         prev = traj.current
         result = env.step(action)
-        traj.record(action, "test", result)
+        traj.record(action, "scripted", result)
         hooks.after_step(traj, action, prev, result)
     return traj.current

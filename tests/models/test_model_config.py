@@ -89,6 +89,7 @@ VALUES: dict[str, object] = {
     "backoff_s": 0.5,
     "call_budget_s": 60.0,
     "extra_body": {"top_k": 20},
+    "constraint_format": "vllm",
     "n_ctx": 2048,
     "n_threads": 2,
     "model_path": "/models/qwen.gguf",
@@ -287,6 +288,7 @@ def test_a_dumped_config_validates_back_to_itself(name: str) -> None:
                 "backoff_s",
                 "call_budget_s",
                 "extra_body",
+                "constraint_format",
             },
         ),
         (

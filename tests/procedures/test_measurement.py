@@ -169,7 +169,7 @@ def test_no_box_before_the_thermometer_and_the_subject(env: ScienceWorldAdapter)
         result = env.step(action)
         policy.observe(current, action, result)
         logic.observe(current, action, result)
-        traj.record(action, "test", result)
+        traj.record(action, "scripted", result)
         current = result
     boxes = [a for a in current.valid_actions if a.startswith("focus on ") and a.endswith(" box")]
     assert len(boxes) >= 2

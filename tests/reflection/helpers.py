@@ -58,7 +58,7 @@ def play(env: ScienceWorldAdapter, task: int, variation: int, actions: list[str]
     for action in actions:
         result = env.step(action)
         assert not result.observation.startswith("No known action"), (task, action)
-        traj.record(action, "test", result)
+        traj.record(action, "scripted", result)
     return State(f"{task}-{variation}+{len(actions)}", traj.current, traj)
 
 

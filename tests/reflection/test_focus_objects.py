@@ -181,7 +181,7 @@ def test_the_same_object_is_still_never_focused_on_twice(played: Played) -> None
     traj = Trajectory(TASK, played.traj.task_name, VARIATION, start.task_description, start)
     hook = PolicyHook(SafetyPolicy())
     for prev, action, result in played.steps:  # the route up to the first focus, recorded as it ran
-        traj.record(action, "test", result)
+        traj.record(action, "scripted", result)
         hook.after_step(StepDone(traj, action, "swift", prev, result))
         if result is state:
             break

@@ -452,7 +452,7 @@ def _bench_postgres(
         return out
     except MemoryStoreError as exc:
         progress(f"  postgres unavailable: {exc}")
-        # The part that failed carries the error, as the BM25 part always did.
+        # The part that failed (BM25 or hybrid) carries the error; a part that finished keeps its numbers.
         failed = "postgres_hybrid" if "postgres" in out else "postgres"
         return {**out, failed: {"error": str(exc)}}
     finally:

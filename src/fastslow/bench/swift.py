@@ -41,7 +41,7 @@ def gather_actions(env: ScienceWorldAdapter, task: int, n_actions: int) -> tuple
                 break
             result = env.step(action)
             if other == task:
-                traj.record(action, "bench", result)
+                traj.record(action, "scripted", result)
             seen.update(dict.fromkeys(result.valid_actions))
     return traj, list(seen)[:n_actions]
 
@@ -65,7 +65,7 @@ def bench_swift(
         # Grow the history so history-dependent features do real work.
         action = cands[0] if cands else "look around"
         traj.record(
-            action, "bench", replace(base, observation=f"step {i}: {action}", steps=base.steps + i + 1)
+            action, "scripted", replace(base, observation=f"step {i}: {action}", steps=base.steps + i + 1)
         )
         policy.observe(base, action, base)
     # The first decision hashes every action string once (cold cache); it is reported apart.

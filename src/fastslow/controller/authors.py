@@ -1,10 +1,11 @@
-"""The paper's arbitration as its authors' code runs it (``controller.escalation.kind: authors``).
+"""The paper's arbitration as its authors' code runs it (``controller.loop: authors``).
 
 The paper (§3) describes SwiftSage's arbitration; its numbers come from the authors' final loop
 (joaommeneses/Autonomous-Agent-with-Adaptive-Memory: ``eval_agent_fast_slow.py`` and
 ``eval_utils.findValidActionWithSystem2``), which differs from SwiftSage's text at points that change
-results. ``escalation.SwiftSageArbiter`` is SwiftSage as described; this module is the authors' loop, used by the
-``paper*``, ``baseline``, ``amm``, ``srm`` and ``full`` configurations (docs/fidelity.md, rows A1-A9):
+results. ``escalation.SwiftSageArbiter`` is SwiftSage as described; this module is the authors' loop,
+used by the ``paper*``, ``baseline``, ``amm``, ``srm`` and ``full`` configurations (docs/fidelity.md,
+rows A1-A9):
 
 - Swift is judged on its top prediction only, after the authors' rewrites (``env.valid.rewrite``); a
   top prediction repeating a ``wait`` right after a wait gives way to the next one.

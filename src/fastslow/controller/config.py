@@ -43,7 +43,7 @@ class EscalationConfig(StrictModel):
 
 
 class BufferConfig(StrictModel):
-    """The FIFO action buffer Sage (and later the Critic) fill and the controller drains."""
+    """The FIFO action buffer Sage (and, with SRM, the Critic) fill and the controller drains."""
 
     size: int = Field(default=5, ge=1)
     """Most actions one plan may put in the buffer (SwiftSage: the first 5 parsed actions)."""
@@ -63,8 +63,8 @@ class BufferConfig(StrictModel):
 class SageRunConfig(StrictModel):
     """How the controller prompts and parses Sage (the model itself is ``sage.model``).
 
-    Two prompt profiles (``prompt``). The defaults are the ``swiftsage`` profile as it has always run; the
-    paper configurations (``baseline`` and what extends it) set the ``authors`` profile and its values
+    Two prompt profiles (``prompt``). The defaults are the ``swiftsage`` profile; the paper
+    configurations (``baseline`` and what extends it) set the ``authors`` profile and its values
     (docs/fidelity.md, rows P1-P11)."""
 
     prompt: Literal["swiftsage", "authors"] = "swiftsage"
@@ -136,11 +136,11 @@ class ControllerConfig(StrictModel):
     ambiguous_answer: str = Field(default="0", pattern=r"^[0-9]+$")
     """Reply to ScienceWorld's "Ambiguous request" question (SwiftSage answers 0: the first option)."""
     loop: Literal["swiftsage", "authors"] = "swiftsage"
-    """swiftsage: SwiftSage's arbitration as its paper describes it (``escalation.SwiftSageArbiter``: the first of
-    Swift's ranked candidates that grounds, fuzzy grounding, streak rules). authors: the paper's authors'
-    final loop (``controller.authors``: Swift's top prediction after their rewrites, exact membership,
-    their forcing rules and LoopGuard, nothing invalid executed); the paper configurations use it
-    (docs/fidelity.md)."""
+    """swiftsage: SwiftSage's arbitration as its paper describes it (``escalation.SwiftSageArbiter``: the
+    first of Swift's ranked candidates that grounds, fuzzy grounding, streak rules). authors: the paper's
+    authors' final loop (``authors.AuthorsArbiter``: Swift's top prediction after their rewrites, exact
+    membership, their forcing rules and LoopGuard, nothing invalid executed); the paper configurations
+    use it (docs/fidelity.md)."""
     focus_gate: bool = False
     """The authors' focus rules without SRM (``controller.authors.FocusGate``): before Sage has focused,
     Swift's focus runs only on a task focus target or its third try; focus actions past the task's focus

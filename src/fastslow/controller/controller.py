@@ -70,6 +70,7 @@ from fastslow.events import (
     SageCall,
     SwiftProposal,
 )
+from fastslow.vocab import StepSource
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +395,9 @@ class SwiftSageAgent:
         self._push(items, batches[0].source, step, replace=any(batch.replace for batch in batches))
         return True
 
-    def _push(self, items: Sequence[Buffered], source: str, step: int, *, replace: bool = False) -> None:
+    def _push(
+        self, items: Sequence[Buffered], source: StepSource, step: int, *, replace: bool = False
+    ) -> None:
         if replace and self.buffer:
             left = [b.action for b in self.buffer.clear()]
             self.sink.emit(

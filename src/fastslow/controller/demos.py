@@ -3,9 +3,9 @@
 The paper's authors show Sage solved episodes of the task at hand: the planning prompt carries one, the
 grounding prompt two (two variations of the same task), each a task description followed by one line
 per action, ``- (in <room>) Action: FUNC(args) --> <observation>``, in their FUNC(args) action grammar
-(``env.func_actions.to_func``), with runs of a repeated action block folded into one line. Their file came with
-their repository; ours is made by our own tool from ScienceWorld's gold paths of **train** variations
-only (never dev or test, which the evaluation plays): ``fastslow data sage-demos`` replays them and
+(``env.func_actions.to_func``), with runs of a repeated action block folded into one line. Their file
+came with their repository; ours is made by our own tool from ScienceWorld's gold paths of **train**
+variations only (never dev or test, which the evaluation plays): ``fastslow data sage-demos`` replays them and
 writes ``env/data/sage_demos.json``, which the package ships (``load_demos``).
 
 How a gold path becomes a demo:

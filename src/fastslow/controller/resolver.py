@@ -33,6 +33,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.grounding import Grounder
 from fastslow.env.semantics import ambiguous_options, strip_locations
 from fastslow.env.valid import rewrite
+from fastslow.vocab import StepSource
 
 FALLBACK_ACTION = "look around"
 """Executed when no candidate resolves and nothing else may run: a harmless observation (in an ambiguous
@@ -120,7 +121,7 @@ class Resolver:
         hit = view.grounder.ground(text, self.cutoff)
         return hit.action if hit else None
 
-    def candidate(self, text: str, source: str, view: IndexedView) -> Candidate:
+    def candidate(self, text: str, source: StepSource, view: IndexedView) -> Candidate:
         """``text`` grounded and through the ``before_action`` hooks (``action`` None: it cannot run)."""
         candidate = Candidate(text, source, self.ground(text, view), view.options.get(text.strip()))
         for check in self.checks:
@@ -132,16 +133,16 @@ class Resolver:
                 check.on_refused(candidate, view)
         return candidate
 
-    def resolve(self, text: str, source: str, view: IndexedView) -> str | None:
+    def resolve(self, text: str, source: StepSource, view: IndexedView) -> str | None:
         """The action ``text`` becomes when executed now, or None when it cannot or may not run."""
         return self.candidate(text, source, view).action
 
-    def first(self, texts: list[str], source: str, view: IndexedView) -> str | None:
+    def first(self, texts: list[str], source: StepSource, view: IndexedView) -> str | None:
         """The first of ``texts`` (rank order) that resolves."""
         hit = self.pick(texts, source, view)
         return hit[1] if hit is not None else None
 
-    def pick(self, texts: list[str], source: str, view: IndexedView) -> tuple[int, str] | None:
+    def pick(self, texts: list[str], source: StepSource, view: IndexedView) -> tuple[int, str] | None:
         """The index in ``texts`` of the first that resolves (rank order), and the action it becomes."""
         for i, text in enumerate(texts):
             action = self.resolve(text, source, view)

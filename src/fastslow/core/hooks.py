@@ -33,7 +33,7 @@ from fastslow.core.proposal import MemoryHint, Proposal, Proposer
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.events import EventSink
-from fastslow.vocab import StepSource
+from fastslow.vocab import Refuser, StepSource
 
 
 @dataclass(frozen=True)
@@ -42,21 +42,21 @@ class Candidate:
 
     proposed: str
     """The text exactly as its source proposed it (what Gate-1 judges and logs as ``original``)."""
-    source: str
+    source: StepSource
     """Who proposed it as the loop sees it: swift (the whole Swift branch), sage, critic; an ambiguity
     answer carries the source of the request it completes."""
     action: str | None
     """What it would execute now: the grounded valid action, or None (refused / not groundable)."""
     answers: str | None = None
     """In an ambiguous state: the action this option number completes (else None)."""
-    refused_by: str | None = None
+    refused_by: Refuser | None = None
     """The hook that refused it; later hooks leave a refused candidate as it is."""
     failure: str | None = None
     """A refusal the refusing hook wants counted as a failure message (the authors' loop records it, e.g.
     SRM Gate-1's ``GATE_INVALID:<reason>``); None: the refusal only makes the candidate unusable."""
 
 
-def refuse(candidate: Candidate, by: str, failure: str | None = None) -> Candidate:
+def refuse(candidate: Candidate, by: Refuser, failure: str | None = None) -> Candidate:
     """``candidate`` refused by the hook ``by`` (no later hook may admit it again); ``failure``: the
     failure message the refusal stands for, if any (``Candidate.failure``)."""
     return replace(candidate, action=None, refused_by=by, failure=failure)

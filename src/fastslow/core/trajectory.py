@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from fastslow.core.step import StepResult
+from fastslow.vocab import StepSource
 
 _ROOM = re.compile(r"This room is called the ([^.]+)\.")
 
@@ -38,7 +39,7 @@ class Turn:
 
     step: int
     action: str
-    source: str
+    source: StepSource
     observation: str
     score: int
     reward: int
@@ -83,7 +84,7 @@ class Trajectory:
                 self.visited_rooms.append(room)
             self.room_looks[room] = result.look
 
-    def record(self, action: str, source: str, result: StepResult) -> None:
+    def record(self, action: str, source: StepSource, result: StepResult) -> None:
         self.turns.append(Turn(result.steps, action, source, result.observation, result.score, result.reward))
         self.current = result
         self._visit(result)

@@ -10,7 +10,8 @@ stock wrapper's.
 
 A reset is one round trip too: the helper loads the task and takes the first "look around" step in
 one call. The stock wrapper's ``reset`` after ``load`` is skipped: the simulator's reset only loads the
-same task again, so it built every world twice (and generated a requested gold path twice).
+same task again, so calling it would build every world twice (and generate a requested gold path
+twice).
 
 The adapter is the environment's dynamics only: it knows nothing of step limits. The episode step limit
 is ``env.wrappers.TimeLimit`` around it (the runner wraps it with ``config.env.step_limit``).

@@ -37,10 +37,10 @@ family: the task families, their parsers and judgements are the hand-written tas
 
 Each consumer counts a fixed subset of these classes (the sets below). "Ambiguous request" is not a
 SwiftSage failure message (the controller answers it at the next step), but the stagnation detector
-counts it (an unexecuted step, as its invalid_loop always did); AMM's avoidance records are for
-``invalid`` actions only (an ambiguity or a refusal says nothing about the action elsewhere). A
-refusal such as "You cannot do that." (not a text ScienceWorld 1.2.3 emits) is a failure to
-escalation and stagnation alike, and no avoidance record.
+counts it (an unexecuted step, for its invalid_loop); AMM's avoidance records are for ``invalid``
+actions only (an ambiguity or a refusal says nothing about the action elsewhere). A refusal such as
+"You cannot do that." (not a text ScienceWorld 1.2.3 emits) is a failure to escalation and
+stagnation alike, and no avoidance record.
 """
 
 from __future__ import annotations

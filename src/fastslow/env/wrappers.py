@@ -4,8 +4,8 @@ evaluation caps an episode at a fixed number of env steps, 300 in the paper).
 Gymnasium's ``TimeLimit`` is the model: the limit is not part of the environment's dynamics, so the
 adapter knows nothing about it and a wrapper ends the episode. ``TimeLimit(env, n)`` turns the n-th
 step of an episode that is still running into ``EndState.STEP_LIMIT``; a step that ends the episode on
-its own (success, -100 failure) keeps its end state, so success at step n is a success, as it was when
-the adapter enforced the limit itself. Nothing else of the ``StepResult`` changes.
+its own (success, -100 failure) keeps its end state, so success at step n is a success. Nothing else
+of the ``StepResult`` changes.
 
 ``ValidFilter(env)`` replaces ``StepResult.valid_actions`` by the paper authors' filtered list
 (``fastslow.env.valid.filter_valid``) after every reset and step (``env.valid_filter: authors``): the

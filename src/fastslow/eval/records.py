@@ -7,10 +7,9 @@ inspect_ai's ``EvalLog`` is the model: a versioned pydantic record with a reader
 cannot interpret. A metrics.json written before the format was versioned (no ``format_version``), by a
 newer fastslow, or by something else is refused with one line (``UsageError``).
 
-The JSON field names and values are those fastslow has always written (the README and the tests read
-them); the model adds ``format_version`` in front and otherwise dumps the same JSON, key order included.
-Counters keyed by open-ended codes (Gate-1 drop reasons, repair rules, fallback reasons) stay
-dictionaries; fixed key sets (AMM tags, triggers, targets) are sub-models.
+The JSON field names, values and key order are part of the format (the README and the tests read
+them); ``format_version`` comes first. Counters keyed by open-ended codes (Gate-1 drop reasons, repair
+rules, fallback reasons) stay dictionaries; fixed key sets (AMM tags, triggers, targets) are sub-models.
 """
 
 from __future__ import annotations
@@ -273,8 +272,9 @@ class PaperCounters(_Record):
     """Memory blocks put into Sage's planning prompt. Paper: 19.13, 11.77."""
     gate_drops: float | None
     """Gate-1 DROP decisions (authors: ``DROP_INVALID`` from ``SRMGate.pre_execute`` on what they gate:
-    Swift's top-1, buffer heads, the ambiguity answer; with ``srm.gate.scope: authors`` fastslow gates the
-    same). Paper: 20.03 (+SRM), 17.48 (full)."""
+    Swift's top-1, buffer heads, the ambiguity answer; in the authors' loop, ``controller.loop: authors``,
+    fastslow's Gate-1 judges the same candidates: docs/fidelity.md, row R9). Paper: 20.03 (+SRM), 17.48
+    (full)."""
     critic_effective_calls: float | None
     """Critic calls whose actions were injected into the buffer (the authors' "effective": the only
     calls their budget counts; empty, low-quality and same-state answers are not). Paper: 1.35, 1.29."""

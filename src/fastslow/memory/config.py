@@ -1,4 +1,4 @@
-"""AMM configuration (paper §3.1; defaults from the authors' settings, see PAPER_FACTS.md "AMM").
+"""AMM configuration (paper §3.1; defaults from the authors' settings, listed in docs/amm.md, "Defaults").
 
 Every mechanism sits behind its own flag so ablations (e.g. "T1 injection off", paper §5 sensitivity)
 are config diffs. AMM is informational: none of these settings can change which action executes.

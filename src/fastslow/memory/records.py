@@ -3,7 +3,7 @@
 A record keeps what makes a transition reusable elsewhere — task and task family, the local state
 (room, inventory summary), a few preceding turns, the action, its observation and the score change —
 plus a type tag (success / near-miss / avoidance) so retrieval can filter by operational meaning.
-``MemoryRecord`` satisfies ``fastslow.swift.base.MemoryHint`` (action, observation, tag).
+``MemoryRecord`` satisfies ``fastslow.core.proposal.MemoryHint`` (action, observation, tag).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class MemoryRecord:
     tag: Tag
     subtag: str
     """Why the gate stored it: terminal, milestone, focus, progress, invalid-action, task-failure
-    (``salience.tagging`` fastslow); the authors' names with ``tagging: authors`` (``AUTHORS_SUBTAGS``)."""
+    (``amm.write.tagging: fastslow``); the authors' names with ``tagging: authors`` (``AUTHORS_SUBTAGS``)."""
     task_description: str = ""
     """The task's full description (the authors' ``TASK:`` line); '' in records of the fastslow gate."""
     look: str = ""

@@ -255,7 +255,7 @@ class MemoryWriter:
         try:
             self.store.add(record)
         except MemoryStoreError as exc:
-            # Same reason code as the read paths (hooks.py): metrics count "store_error:" fallbacks.
+            # Same reason code as the read paths (episode.py): metrics count "store_error:" fallbacks.
             self.sink.emit(
                 MemoryFallback(
                     step=result.steps, trigger="write", target="store", reason=f"{STORE_ERROR}{exc}"

@@ -11,6 +11,7 @@ from fastslow.models.base import (
     ChatModel,
     CircuitOpenError,
     Completion,
+    ConstraintViolationError,
     FoldSystem,
     Message,
     ModelCallError,
@@ -19,6 +20,7 @@ from fastslow.models.base import (
     fold_system,
 )
 from fastslow.models.config import ModelConfig
+from fastslow.models.constraint import Choice, Constraint, ConstraintError, Grammar, Regex, to_gbnf
 
 
 def make_model(cfg: ModelConfig) -> ChatModel:
@@ -45,14 +47,21 @@ def _backend(cfg: ModelConfig) -> ChatModel:
 __all__ = [
     "CHARS_PER_TOKEN",
     "ChatModel",
+    "Choice",
     "CircuitOpenError",
     "Completion",
+    "Constraint",
+    "ConstraintError",
+    "ConstraintViolationError",
     "FoldSystem",
+    "Grammar",
     "Message",
     "ModelCallError",
     "ModelConfig",
+    "Regex",
     "call_model",
     "estimate_tokens",
     "fold_system",
     "make_model",
+    "to_gbnf",
 ]

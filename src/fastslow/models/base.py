@@ -3,6 +3,12 @@
 Sage and the Critic only ever see ``ChatModel.complete``: messages in; text, token usage and latency out.
 ``call_model`` is the one place a call is turned into a typed ``ModelCall`` event, so every call of every
 backend is logged the same way, failures included, and token and latency metrics come from the logs.
+
+A call may pass a ``Constraint`` (``models.constraint``: a choice among strings, a regular expression, a
+GBNF grammar): the backend makes the model generate only answers that satisfy it, and an answer that still
+does not (cut short by ``max_tokens``, a server that ignored the constraint) is a
+``ConstraintViolationError``, never returned as if it did. ``check_constraints()`` finds a server that
+cannot do it, before an eval.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict
 
-from fastslow.errors import ModelError
+from fastslow.errors import ModelError, ModelUnavailableError
 from fastslow.events import EventSink, ModelCall
+from fastslow.models.constraint import Choice, Constraint, ConstraintError, violation
 
 CHARS_PER_TOKEN = 4.0
 """Characters per token when a prompt's size is estimated before it is sent (Sage's
@@ -56,6 +63,11 @@ class ModelCallError(ModelError):
         self.attempts = attempts
 
 
+class ConstraintViolationError(ModelCallError):
+    """A constrained call's answer does not satisfy its constraint: cut short by ``max_tokens``, or the
+    server ignored the constraint. A failed call (the caller falls back), never a wrong answer returned."""
+
+
 class CircuitOpenError(ModelError):
     """The call was not sent: its role's circuit breaker is open (``models.breaker``). Callers fall back as
     on any ``ModelError``; ``call_model`` logs it as a skipped call."""
@@ -76,14 +88,24 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        constraint: Constraint | None = None,
     ) -> Completion:
         """Answer the conversation; ``None`` parameters fall back to the backend's configuration.
 
-        Raises ``ModelError`` when the call fails after the backend's retries."""
+        With a ``constraint`` the answer satisfies it (a ``Choice``: exactly one option; a ``Regex``: the
+        whole text matches) or the call raises ``ConstraintViolationError``; a constraint the backend
+        cannot send is a ``ConstraintError``. Without one (None) the request is exactly the unconstrained
+        one. Raises ``ModelError`` when the call fails after the backend's retries."""
         ...
 
     def check_available(self) -> None:
         """Raise ``ModelUnavailableError`` with a one-line reason if calls cannot work (before an eval)."""
+        ...
+
+    def check_constraints(self) -> None:
+        """Raise ``ModelUnavailableError`` with a one-line reason if constrained calls cannot work: the
+        server refuses or ignores the constraint form configured for it (a tiny constrained probe), or no
+        form is configured. Call it before an eval that will pass constraints, after ``check_available``."""
         ...
 
 
@@ -103,14 +125,22 @@ class FoldSystem:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        constraint: Constraint | None = None,
     ) -> Completion:
         # call_model folds before logging (the event shows what the model got); a direct call folds here.
         return self.inner.complete(
-            fold_system(messages), max_tokens=max_tokens, temperature=temperature, stop=stop
+            fold_system(messages),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            constraint=constraint,
         )
 
     def check_available(self) -> None:
         self.inner.check_available()
+
+    def check_constraints(self) -> None:
+        self.inner.check_constraints()
 
 
 def fold_system(messages: Sequence[Message]) -> list[Message]:
@@ -140,6 +170,7 @@ def call_model(
     max_tokens: int | None = None,
     temperature: float | None = None,
     stop: Sequence[str] | None = None,
+    constraint: Constraint | None = None,
     record_text: bool = True,
 ) -> Completion:
     """Call ``model`` and emit exactly one ``ModelCall`` event, whether the call succeeds or fails.
@@ -148,20 +179,30 @@ def call_model(
     Swift keeps acting) while the log still shows the attempt. A call the role's circuit breaker skipped
     (``CircuitOpenError``) is logged with ``skipped`` set, no error, no attempt and no messages (nothing
     was sent), and re-raised the same way. ``record_text`` puts the prompt and the reply into the event
-    (on by default: the logs are the audit trail).
+    (on by default: the logs are the audit trail). A ``constraint`` is passed on to the model, and its
+    kind (choice, regex, grammar) is recorded in the event.
     """
     if isinstance(model, FoldSystem):
         messages = fold_system(messages)
+    kind = None if constraint is None else constraint.kind
     logged_messages = (
         [{"role": m["role"], "content": m["content"]} for m in messages] if record_text else None
     )
     start = time.perf_counter()
     try:
-        completion = model.complete(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        completion = model.complete(
+            messages, max_tokens=max_tokens, temperature=temperature, stop=stop, constraint=constraint
+        )
     except CircuitOpenError as exc:
         sink.emit(
             ModelCall(
-                step=step, role=role, backend=model.backend, model=model.model, attempts=0, skipped=str(exc)
+                step=step,
+                role=role,
+                backend=model.backend,
+                model=model.model,
+                attempts=0,
+                skipped=str(exc),
+                constraint=kind,
             )
         )
         raise
@@ -176,6 +217,7 @@ def call_model(
                 attempts=exc.attempts if isinstance(exc, ModelCallError) else 1,
                 error=f"{type(exc).__name__}: {exc}",
                 messages=logged_messages,
+                constraint=kind,
             )
         )
         raise
@@ -191,6 +233,63 @@ def call_model(
             attempts=completion.attempts,
             messages=logged_messages,
             completion=completion.text if record_text else None,
+            constraint=kind,
         )
     )
     return completion
+
+
+def check_answer(completion: Completion, constraint: Constraint | None, max_tokens: int) -> Completion:
+    """``completion`` itself when its text satisfies ``constraint`` (or there is none); otherwise a
+    ``ConstraintViolationError`` saying why, and whether ``max_tokens`` cut the answer short."""
+    why = None if constraint is None else violation(constraint, completion.text)
+    if why is None:
+        return completion
+    if completion.completion_tokens >= max_tokens:
+        # A choice tells a cut-short answer (a prefix of an option) from an ignored constraint; a regex
+        # cannot be matched partially here, so it only says that the limit was reached.
+        if isinstance(constraint, Choice):
+            if any(o.startswith(completion.text) for o in constraint.options):
+                why += f" (cut short by max_tokens={max_tokens})"
+        else:
+            why += f" (it used all max_tokens={max_tokens}: cut short?)"
+    raise ConstraintViolationError(
+        f"{completion.backend} model {completion.model} {why}", attempts=completion.attempts
+    )
+
+
+PROBE_CONSTRAINT = Choice(("7f3kq", "q9z2x"))
+"""What ``check_constraints`` asks for: two strings no model says unprompted, so a server that ignores the
+constraint answers something else (it is asked to say hello) and is caught."""
+PROBE_MESSAGES: list[Message] = [Message(role="user", content="Say hello.")]
+PROBE_MAX_TOKENS = 16
+"""Enough for either probe option even spelled one character per token."""
+
+
+def probe_constraints(model: ChatModel, where: str, hint: str = "") -> None:
+    """One tiny constrained call (``PROBE_CONSTRAINT``) through ``model.complete``; a failure, or an answer
+    that is not one of the probe's options, is a one-line ``ModelUnavailableError`` naming ``where``, with
+    ``hint`` (what to do) after it."""
+    try:
+        model.complete(
+            PROBE_MESSAGES,
+            max_tokens=PROBE_MAX_TOKENS,
+            temperature=0.0,
+            stop=[],
+            constraint=PROBE_CONSTRAINT,
+        )
+    except ConstraintViolationError as exc:
+        raise ModelUnavailableError(
+            f"{where} ignored a constrained request ({_one_line(exc)}){hint}"
+        ) from exc
+    except (ModelError, ConstraintError) as exc:
+        raise ModelUnavailableError(f"{where} failed a constrained request ({_one_line(exc)}){hint}") from exc
+
+
+PROBE_ERROR_CHARS = 300
+"""How much of the probe's error the start-up line quotes (a server's validation error can be long)."""
+
+
+def _one_line(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= PROBE_ERROR_CHARS else text[: PROBE_ERROR_CHARS - 3] + "..."

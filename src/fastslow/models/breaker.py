@@ -9,6 +9,10 @@ a failed call and the episode goes on; ``call_model`` logs each skip as a ``mode
 opens it for another cool-down. A hung server with a call budget of B seconds thus costs about
 ``breaker_after`` x B, then one B per cool-down, instead of B on every call.
 
+A constrained call whose answer broke its constraint (``ConstraintViolationError``: cut short by
+``max_tokens``, or the server ignored the constraint) counts as an answer, not a failure: the server is
+there, and skipping its calls would not help.
+
 The console gets one line when the breaker opens and one when it closes; the failed calls in between
 are in the event log (``model_call`` events with ``error`` or ``skipped``), not on the console.
 
@@ -23,8 +27,16 @@ import time
 from collections.abc import Callable, Sequence
 
 from fastslow.errors import ModelError
-from fastslow.models.base import ChatModel, CircuitOpenError, Completion, FoldSystem, Message
+from fastslow.models.base import (
+    ChatModel,
+    CircuitOpenError,
+    Completion,
+    ConstraintViolationError,
+    FoldSystem,
+    Message,
+)
 from fastslow.models.config import ModelConfig
+from fastslow.models.constraint import Constraint
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +82,7 @@ class CircuitBreaker:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        constraint: Constraint | None = None,
     ) -> Completion:
         if self.open_until is not None:
             left = self.open_until - self.clock()
@@ -81,11 +94,19 @@ class CircuitBreaker:
                 )
         try:
             completion = self.inner.complete(
-                messages, max_tokens=max_tokens, temperature=temperature, stop=stop
+                messages, max_tokens=max_tokens, temperature=temperature, stop=stop, constraint=constraint
             )
+        except ConstraintViolationError:
+            # The server answered, only not within the constraint (cut short, or ignored): not an outage.
+            self._answered()
+            raise
         except ModelError as exc:
             self._failed(exc)
             raise
+        self._answered()
+        return completion
+
+    def _answered(self) -> None:
         if self.open_until is not None:
             log.warning(
                 "%s model answers again: circuit breaker closed after %d skipped calls",
@@ -93,7 +114,6 @@ class CircuitBreaker:
                 self.skipped,
             )
         self.failures, self.open_until, self.skipped = 0, None, 0
-        return completion
 
     def _failed(self, exc: ModelError) -> None:
         self.failures += 1
@@ -119,6 +139,9 @@ class CircuitBreaker:
 
     def check_available(self) -> None:
         self.inner.check_available()
+
+    def check_constraints(self) -> None:
+        self.inner.check_constraints()
 
 
 def guard(model: ChatModel, role: str, cfg: ModelConfig) -> ChatModel:

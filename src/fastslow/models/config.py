@@ -17,6 +17,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, mod
 from fastslow.strict import StrictModel
 
 Kind = Literal["openai", "local", "scripted"]
+ConstraintFormat = Literal["none", "llama_cpp", "vllm", "vllm_guided", "openai"]
 
 USED_BY: dict[str, tuple[Kind, ...]] = {
     "base_url": ("openai",),
@@ -26,6 +27,7 @@ USED_BY: dict[str, tuple[Kind, ...]] = {
     "backoff_s": ("openai",),
     "call_budget_s": ("openai",),
     "extra_body": ("openai",),
+    "constraint_format": ("openai",),
     "n_ctx": ("local",),
     "n_threads": ("local",),
     "model_path": ("local",),
@@ -100,7 +102,15 @@ class ModelConfig(StrictModel):
     seed: int | None = None
     """Sampling seed sent with every request (openai) or given to llama.cpp (local); None = its default."""
     extra_body: dict[str, Any] = {}
-    """openai: extra JSON fields merged into each request body (e.g. vLLM's top_k, guided_choice)."""
+    """openai: extra JSON fields merged into each request body (e.g. vLLM's top_k); a constrained call's
+    own fields (``constraint_format``) are merged over them."""
+    constraint_format: ConstraintFormat = "none"
+    """openai: how a constrained call (a choice, regex or grammar; docs/models.md) is sent, in the form the
+    server speaks. llama_cpp = llama.cpp's server: ``grammar`` (GBNF); vllm = vLLM 0.10.2 and later:
+    ``structured_outputs`` {choice, regex, grammar}; vllm_guided = vLLM before 0.12: ``guided_choice``,
+    ``guided_regex``, ``guided_grammar``; openai = OpenAI's ``response_format`` json_schema (a choice or a
+    regex, no grammar; the answer comes back as JSON and is unwrapped); none = not configured: a
+    constrained call is a ConstraintError, and the start-up check of a run that uses constraints fails."""
     n_ctx: int = Field(4096, ge=256)
     """local: context window in tokens; prompt plus reply must fit (Sage's prompts alone need well over
     256, the floor)."""

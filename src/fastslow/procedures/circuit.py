@@ -1,5 +1,5 @@
-"""The power-component tasks' procedure: wire a power source to the device with two wires (issue #16,
-points 3-4: category knowledge, "renewable", and judgement steps; the fast pathway only).
+"""The power-component tasks' procedure: wire a power source to the device with two wires (category
+knowledge, "renewable", and judgement steps; the fast pathway only; docs/swift.md, "Task procedures").
 
 "Turn on the red light bulb [by powering it using a renewable power source]. First, focus on the red
 light bulb. Then, create an electrical circuit that powers it on." The circuit is the same in every

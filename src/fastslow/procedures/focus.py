@@ -7,7 +7,7 @@
   ``focus on the thermometer``, ``focus on the blue box``), the target's head noun phrase must share a word
   with those phrases or with the task's first sentence (checked against the 386 gold focus actions of
   the 290 train variations the focus budgets read, 306 of them outside the exempt tasks: none blocked;
-  ``tests/reflection/test_focus.py`` rechecks 2 train variations of every task). Tasks whose target is
+  ``tests/procedures/test_focus_rules.py`` rechecks 2 train variations of every task). Tasks whose target is
   found by exploring (``OPEN_FOCUS_TASKS``: "find a(n) animal ... focus on the thing", the lifespan
   tasks) are exempt.
 - **Task order**: in the life-stages tasks the earliest stage left first (``tasks.life_stage_violation``);

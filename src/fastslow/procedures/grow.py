@@ -1,5 +1,5 @@
-"""The grow-plant task's procedure: sow a seed, focus on it, keep its pot watered (issue #16, point 4;
-the fast pathway only).
+"""The grow-plant task's procedure: sow a seed, focus on it, keep its pot watered (the fast pathway
+only; docs/swift.md, "Task procedures").
 
 "Grow a apple plant from seed. Seeds can be found in the kitchen. First, focus on a seed. Then, make
 changes to the environment that grow the plant until it reaches the reproduction life stage." Imitation

@@ -1,5 +1,6 @@
 """The inclined-plane tasks' procedure: time a block down each plane, focus on the one the task asks
-for (issue #16, point 4: "which inclined plane is steeper/slower"; the fast pathway only).
+for (a judgement step: "which inclined plane is steeper/slower"; the fast pathway only; docs/swift.md,
+"Task procedures").
 
 "Determine which of the two inclined planes (C, B) has the shallowest angle" (or the steepest, the
 most or the least friction): imitation learns the experiment but cannot learn which plane to focus

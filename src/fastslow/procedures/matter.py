@@ -1,5 +1,5 @@
-"""The matter tasks' procedure: boil, melt, freeze or change the state of a substance (issue #16,
-points 3-4: knowledge for unseen objects and judgement steps; the fast pathway only).
+"""The matter tasks' procedure: boil, melt, freeze or change the state of a substance (knowledge for
+unseen objects and judgement steps; the fast pathway only; docs/swift.md, "Task procedures").
 
 Training cannot carry the water route of the train variations (fill the pot at the kitchen sink, heat
 it on the stove) over to a substance Swift never saw (lead in the workshop, to be melted in the

@@ -1,5 +1,5 @@
-"""The paint tasks' procedure: mix a secondary colour, and a tertiary from it (issue #16, points 3-4:
-knowledge for unseen objects and judgement steps; the fast pathway only).
+"""The paint tasks' procedure: mix a secondary colour, and a tertiary from it (knowledge for unseen
+objects and judgement steps; the fast pathway only; docs/swift.md, "Task procedures").
 
 Imitation learns the paint route of the train variations poorly (every variation places the cups and
 the mixing bowl differently) and cannot know a colour no train variation mixed (violet). The route is

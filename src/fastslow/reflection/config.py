@@ -1,6 +1,6 @@
 """SRM configuration, paper §3.2: the ``srm:`` section (Gate-1, stagnation detector, Critic switch).
 
-Defaults are the authors' thresholds (PAPER_FACTS.md, SRM section). The Critic's own knobs (kind, model,
+Defaults are the authors' thresholds (docs/srm.md, "Configuration"). The Critic's own knobs (kind, model,
 budget, cooldown, back-off) live in the top-level ``critic:`` section so there is one place to set them.
 
 Two profiles share these sections. The defaults are fastslow's own SRM (the fast pathway, ``swift-srm``

@@ -22,7 +22,7 @@ from __future__ import annotations
 from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory
 
-# Re-exported for Gate-1 and the Critic (reflection/gate.py, reflection/critic.py), which import them here.
+# Re-exported: the rules Critic (reflection/critic/rules.py) imports content_words from here.
 from fastslow.env.semantics import content_words as content_words
 from fastslow.env.semantics import focus_confirmed, focus_target, is_focus, stated_focus_count
 from fastslow.env.semantics import focus_head as focus_head

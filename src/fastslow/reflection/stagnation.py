@@ -3,11 +3,12 @@
 Called once after every env step. It keeps its own record of the effective state after each step
 (room, inventory, look text), because "no effect" means the step changed neither the score nor that
 state; the ``Trajectory`` keeps observations but not per-step states. Thresholds are the authors'
-(PAPER_FACTS.md): same observation x3, same action x2 without effect, same verb x3 without effect,
->= 4 of the last 5 steps navigating among <= 2 distinct (room, inventory) states, window 5, nothing
-before step 5; plus a loop of failure observations: ScienceWorld's no-match reply, an "Ambiguous
-request" (a step whose input was not executed) or a refusal (``fastslow.env.semantics``: feedback
-invalid / ambiguous / failure, the refusals found by the run's ``env.failure_markers``).
+(docs/srm.md, "Stagnation detector"): same observation x3, same action x2 without effect, same verb
+x3 without effect, >= 4 of the last 5 steps navigating among <= 2 distinct (room, inventory) states,
+window 5, nothing before step 5; plus a loop of failure observations: ScienceWorld's no-match reply,
+an "Ambiguous request" (a step whose input was not executed) or a refusal
+(``fastslow.env.semantics``: feedback invalid / ambiguous / failure, the refusals found by the run's
+``env.failure_markers``).
 
 ``stagnation.no_effect: observation`` (the authors' profile, configs/srm.yaml) runs the patterns as the
 paper's authors' detector tests them: a repeat "without effect" is one whose observation repeats

@@ -1,9 +1,10 @@
 """Reading numbers against the task: the answer-box features of the imitation Swift (paper §3, Swift).
 
-SWIFT_NOTES found judgement decisions to be the main cause of -100 episodes for an imitation policy:
-"if the melting point is above 50 degrees, focus on the blue box". A linear model over action words
-cannot compare a thermometer reading with a threshold, so these two dense features do it for it: does
-a candidate's answer box agree with what the readings prove (+1 / -1), or is nothing proven yet.
+Judgement decisions are where an imitation policy ends episodes at -100 (docs/swift.md, "Measurements":
+a wrong focus in judgement tasks): "if the melting point is above 50 degrees, focus on the blue box".
+A linear model over action words cannot compare a thermometer reading with a threshold, so these two
+dense features do it for it: does a candidate's answer box agree with what the readings prove (+1 /
+-1), or is nothing proven yet.
 
 They are hand-written task logic (a reading of the thermometer tasks' thresholds), so they are filled
 only with ``procedures.enabled`` (``ImitationSwift.box_features``); with it off both columns stay 0.
@@ -55,7 +56,7 @@ def _right_box(state: SwiftState, threshold: float, box_above: str, box_below: s
 
 
 def box_features(table: ActionTable, ids: IntArray, state: SwiftState, x: FloatArray) -> None:
-    """Numbers read against the task (SWIFT_NOTES: judgement decisions were the main -100 cause):
+    """Numbers read against the task (module docstring: judgement decisions end episodes at -100):
     does a candidate's answer box agree with the thermometer reading and the task's threshold?"""
     rule = _box_rule(state.task_description)
     if rule is None:

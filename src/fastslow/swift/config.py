@@ -40,7 +40,7 @@ class SwiftConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _moved_keys(cls, data: Any) -> Any:
-        # The task procedures left the safety policy for their own section: say where they went.
+        # A config naming swift.procedures is refused with the key that holds the switch.
         if isinstance(data, dict) and "procedures" in data:
             raise ValueError(
                 "swift.procedures is gone: the hand-written task logic has its own switch, "

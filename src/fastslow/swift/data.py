@@ -10,9 +10,9 @@ episode (the Flan-T5 format, ``swift/t5_format.py``) rebuild its trajectory from
 (``replay_rows``), so training renders exactly what inference renders.
 
 Gold paths are written for the full game, so under the "easy" simplification they are rewritten
-before replay (measured in SWIFT_NOTES): "open door to X" is dropped (doors start open),
-"go to <room>" becomes "teleport to <room>" and consecutive teleports merge. The rewritten path is
-kept only if it still reaches score 100; otherwise the original path is replayed.
+before replay (docs/swift.md, "Gold-trajectory dataset"): "open door to X" is dropped (doors start
+open), "go to <room>" becomes "teleport to <room>" and consecutive teleports merge. The rewritten
+path is kept only if it still reaches score 100; otherwise the original path is replayed.
 """
 
 from __future__ import annotations

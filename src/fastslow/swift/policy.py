@@ -1,7 +1,8 @@
 """Swift's own safety policy: what keeps an imitation policy out of trouble when it acts alone.
 
 SwiftSage's Swift never acts without Sage watching it; a Swift-only agent needs a few rules of its
-own. Each was measured on train/dev variations (SWIFT_NOTES; docs/swift.md):
+own. Each was measured on train/dev variations (docs/swift.md, "Swift-only agent and its safety
+policy" and "Measurements"):
 
 - **No-effect rule**: an action whose last execution changed nothing (no reward, same look and
   inventory) is not repeated until the state changes. Waiting is exempt (time passes). An action a

@@ -6,10 +6,10 @@ keeps the gold action and a sample of negatives, half of them close to the gold 
 a shared word) since those are the confusable ones; later epochs add the negatives the current model
 ranks highest (hard-negative mining). Adagrad with L2; the whole run is numpy on one core.
 
-Gold actions are matched to the valid list verbatim, after SWIFT_NOTES' renames, or else by the
-longest valid action with the same verb whose words all occur in the gold action (ScienceWorld's gold
-path names plants with their life stage, "apple tree in the adult stage in pot 6", which the valid
-list calls "apple tree in pot 6").
+Gold actions are matched to the valid list verbatim, after the renames of ``data.rename_candidates``,
+or else by the longest valid action with the same verb whose words all occur in the gold action
+(ScienceWorld's gold path names plants with their life stage, "apple tree in the adult stage in pot
+6", which the valid list calls "apple tree in pot 6").
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""``fastslow bench view RUN [RUN ...]``: how long the viewer takes in real headless Chromium (issue: the
-fast-pathway 2x2, 4 x 271 episodes, shows its first episode in under 2 s). Printed, never asserted."""
+"""``fastslow bench view RUN [RUN ...]``: how long the viewer takes in real headless Chromium (the target:
+over the fast-pathway 2x2, 4 x 271 episodes, the first episode shows in under 2 s; README.md gives a
+measurement). Printed, never asserted."""
 
 from __future__ import annotations
 
