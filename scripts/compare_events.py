@@ -5,7 +5,9 @@
 Every ``events/<episode>.jsonl`` of A is read beside B's file of the same name; each event is compared
 without its timing fields (``t``, ``duration_ms``, ``latency_s``, ``latency_ms``, ``wall_s``) and, in
 the episode header, without what names the code rather than the play (``config``, ``git_commit``,
-``versions``; the resolved config changes when a config section moves). AMM record ids are random, so
+``versions``; the resolved config changes when a config section moves). A field written as ``null`` or
+``false`` counts as absent, so a log written before an optional field existed compares equal to one that
+carries the field at its default. AMM record ids are random, so
 they are compared by order of first appearance (``record_id``, ``ids``). Prints one line per episode
 (``same`` or the first differing event) and a summary; exit 0 when every episode is the same, 1 when
 one differs or exists on one side only, 2 on bad input. ScienceWorld 1.2.3 is not fully deterministic
@@ -56,7 +58,7 @@ def _events(path: Path, ignore: set[str]) -> list[dict[str, Any]]:
             continue
         event = json.loads(line)
         drop = ignore | (set(HEADER) if event.get("event") == "episode_start" else set())
-        events.append({k: v for k, v in event.items() if k not in drop})
+        events.append({k: v for k, v in event.items() if k not in drop and v is not None and v is not False})
     _canonical_ids(events)
     return events
 

@@ -209,7 +209,7 @@ def test_a_directory_without_run_record_is_refused(tmp_path: Path) -> None:
 
 def test_a_second_eval_into_a_directory_in_use_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "0-4", "--limit-per-task", "2"]
+    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "0-4", "--limit-per-task", "1"]
     first = subprocess.Popen(
         [*FASTSLOW, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -226,7 +226,7 @@ def test_a_second_eval_into_a_directory_in_use_is_refused(tmp_path: Path) -> Non
     # its owner died (kill -9): the lock is free and the same command resumes the run
     resumed = fastslow(*args, "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads((out / "metrics.json").read_text())["episodes"] == 10
+    assert json.loads((out / "metrics.json").read_text())["episodes"] == 5
 
 
 # -- kill -9: no ghost records, no orphans ---------------------------------------------------------------
