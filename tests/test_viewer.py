@@ -1,7 +1,7 @@
 """`fastslow view` driven in real headless Chromium over real runs made here (issue #17's browser test).
 
 Two runs: the fast pathway's swift-amm-srm (Gate-1, and AMM with a store warmed up on task 4's warm-up
-episodes) on the first test variation of boil and of task 4 and on two episodes chosen for ending at -100
+episodes, 30 steps at most) on the first test variation of boil and of task 4 and on two episodes chosen for ending at -100
 (one of them, 21-0228, succeeds since Gate-1 judges focus objects: the test reads the outcomes from the
 logs), and +SRM
 with the embedded SmolLM2 as Sage and Critic (its replies capped at 16 tokens to keep the test short; the
@@ -69,7 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("viewer")
     fast = root / "fast"
     evaluate(
-        load_config("expert-amm-srm"),
+        load_config("expert-amm-srm", ["env.step_limit=30"]),  # the first 30 steps show every mechanism
         [*select_episodes("test", tasks="0,4", limit_per_task=1), *FAILING],
         fast,
         warmup=True,
