@@ -20,12 +20,14 @@ from fastslow.core.hooks import LoopHook
 from fastslow.core.proposal import Proposer
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
+from fastslow.errors import UsageError
 from fastslow.events import EventSink
 from fastslow.memory.episode import Amm
 from fastslow.memory.hook import AmmHook
 from fastslow.memory.stores import BulkStore, shared_store
 from fastslow.models import ChatModel, make_model
 from fastslow.models.breaker import guard
+from fastslow.models.cache import ResponseCache, cache_responses
 from fastslow.models.config import ModelConfig
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.hook import ProcedureHook
@@ -99,19 +101,42 @@ def required_models(config: RunConfig) -> dict[str, ModelConfig]:
     return models
 
 
+def constrained_models(config: RunConfig) -> dict[str, ModelConfig]:
+    """The models of ``required_models`` whose calls pass constraints, by the key that says so
+    (``controller.sage.constrain``, ``critic.constrain``)."""
+    needed = required_models(config)
+    modes = {"sage": config.controller.sage.constrain, "critic": config.critic.constrain}
+    keys = {"sage": "controller.sage.constrain", "critic": "critic.constrain"}
+    return {keys[role]: cfg for role, cfg in needed.items() if modes[role] != "none"}
+
+
 def check_models(config: RunConfig) -> None:
     """Fail fast, before any episode starts, if a model the config needs cannot answer
-    (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key) or its Swift
-    checkpoint is missing (``UsageError``)."""
+    (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key), cannot answer
+    the constrained calls the config makes (the same error, from ``check_constraints``; a
+    ``UsageError`` for ``constraint_format: openai``, which has no grammar), or its Swift checkpoint is
+    missing (``UsageError``)."""
     if config.agent.kind == "swiftsage":
         from fastslow.swift import check_swift
 
         check_swift(config.swift)
+    constrained = constrained_models(config)
+    for key, model_cfg in constrained.items():
+        if model_cfg.kind == "openai" and model_cfg.constraint_format == "openai":
+            raise UsageError(
+                f"{key} constrains replies with a grammar, which constraint_format openai cannot send: "
+                "set the model's constraint_format to llama_cpp, vllm or vllm_guided, or the key to none"
+            )
     checked: list[ModelConfig] = []
     for model_cfg in required_models(config).values():
         if model_cfg not in checked:
             make_model(model_cfg).check_available()
             checked.append(model_cfg)
+    probed: list[ModelConfig] = []
+    for model_cfg in constrained.values():
+        if model_cfg not in probed:
+            make_model(model_cfg).check_constraints()
+            probed.append(model_cfg)
 
 
 def build_swiftsage(
@@ -121,11 +146,15 @@ def build_swiftsage(
     sage_model: ChatModel | None = None,
     critic_model: ChatModel | None = None,
     store: BulkStore | None = None,
+    response_cache: ResponseCache | None = None,
 ) -> SwiftSageAgent:
     """The controller of a run config with its module hooks. ``swift``, ``sage_model``, ``critic_model``
     and ``store`` replace what the config would load (tests; a shared client). Sage's and the Critic's
     models each get their own circuit breaker (``models.breaker``; ``sage.model.breaker_after``,
-    ``critic.model.breaker_after``), also when they share one client."""
+    ``critic.model.breaker_after``), also when they share one client, and each answers its
+    temperature-0 calls from ``response_cache`` when its ``model.response_cache`` is on
+    (``models.cache``: the cache sits outside the breaker, so a stored answer is served even while the
+    breaker is open). None: no cache."""
     from fastslow.swift import make_policy, make_proposer
 
     ctl = config.controller
@@ -134,7 +163,7 @@ def build_swiftsage(
         sage_model = make_model(needed["sage"])
     sage = (
         Sage(
-            guard(sage_model, "sage", config.sage.model),
+            cache_responses(guard(sage_model, "sage", config.sage.model), config.sage.model, response_cache),
             ctl.sage,
             max_actions=ctl.buffer.size,
             cutoff=ctl.ground_cutoff,
@@ -148,7 +177,9 @@ def build_swiftsage(
         same = sage_model is not None and needed["critic"] == config.sage.model
         critic_model = sage_model if same else make_model(needed["critic"])
     if critic_model is not None:
-        critic_model = guard(critic_model, "critic", config.critic.model)
+        critic_model = cache_responses(
+            guard(critic_model, "critic", config.critic.model), config.critic.model, response_cache
+        )
     amm = None
     if config.amm.enabled:
         amm = Amm(config.amm, store if store is not None else shared_store(config.amm))
@@ -183,11 +214,12 @@ def build_swiftsage(
     )
 
 
-def make_agent(config: RunConfig) -> Agent:
-    """Build the agent named by ``config.agent.kind``."""
+def make_agent(config: RunConfig, response_cache: ResponseCache | None = None) -> Agent:
+    """Build the agent named by ``config.agent.kind``; its model calls use ``response_cache`` (the run's,
+    ``models.cache``) where the config allows it."""
     kind = config.agent.kind
     if kind == "oracle":
         return OracleAgent()
     if kind == "swiftsage":
-        return build_swiftsage(config)
+        return build_swiftsage(config, response_cache=response_cache)
     raise ValueError(f"unknown agent kind {kind!r}")

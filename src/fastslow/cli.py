@@ -395,10 +395,19 @@ def bench_llm_cmd(
     role: Annotated[str, typer.Option("--role", help="Which configured model: sage or critic.")] = "sage",
     prompt_words: Annotated[int, typer.Option("--prompt-words", help="Length of the long prompt.")] = 600,
     gen_tokens: Annotated[int, typer.Option("--gen-tokens", help="Tokens to generate.")] = 128,
+    sage_round: Annotated[
+        bool,
+        typer.Option(
+            "--sage-round/--no-sage-round",
+            help="Also time one Sage round (planning + grounding) on real prompts: cold, with prefix "
+            "reuse, from the response cache (minutes on the embedded model).",
+        ),
+    ] = True,
 ) -> None:
-    """Prompt-processing and generation tokens/s of the configured Sage (or Critic) model."""
+    """Prompt-processing and generation tokens/s of the configured Sage (or Critic) model, and the
+    seconds of one Sage round, cold and with each kind of reuse."""
     from fastslow.models import make_model
-    from fastslow.models.bench import bench_llm
+    from fastslow.models.bench import bench_llm, bench_sage_round
 
     cfg = _config(config, override)
     if role not in ("sage", "critic"):
@@ -412,7 +421,22 @@ def bench_llm_cmd(
         f"{result['prompt_tok_s']} tok/s, generation {result['gen_tokens']} tok "
         f"at {result['gen_tok_s']} tok/s"
     )
-    print(json.dumps({k: v for k, v in result.items() if k != "calls"}))
+    summary = {k: v for k, v in result.items() if k != "calls"}
+    if sage_round:
+        sage = bench_sage_round(model_cfg)
+
+        def secs(value: float | None) -> str:
+            return "-" if value is None else f"{value:.1f} s"
+
+        console.print(
+            f"Sage round ({sage['profile']} prompts, {'+'.join(map(str, sage['prompt_tokens']))} prompt "
+            f"tok): cold {secs(sage['cold_s'])} | llama.cpp reuse {secs(sage['reuse_s'])} | "
+            f"{sage['prefix_states'] or 'kept'} prefix states {secs(sage['prefix_s'])} | response cache "
+            f"{secs(sage['cached_s'])}; same answers: {'yes' if sage['same_answers'] else 'no'}",
+            highlight=False,
+        )
+        summary["sage_round"] = sage
+    print(json.dumps(summary))
 
 
 @bench_app.command("swift")

@@ -139,6 +139,11 @@ class ModelCall(_Event):
     constraint: str | None = None
     """The kind of constraint the call passed (``models.constraint``: choice, regex, grammar); None for an
     unconstrained call (and in logs written before constraints existed)."""
+    cached: bool = False
+    """The answer came from the run's response cache (``models.cache``): the same request was answered
+    before at temperature 0, and this one was not sent. The text and the token counts are the stored
+    answer's; ``latency_s`` is the look-up's and ``attempts`` is 0. Metrics count such calls apart
+    (``usage.model_cache_hits``), never as model work. False in logs written before the cache existed."""
 
 
 class EpisodeEnd(_Event):

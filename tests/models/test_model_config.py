@@ -93,6 +93,8 @@ VALUES: dict[str, object] = {
     "n_ctx": 2048,
     "n_threads": 2,
     "model_path": "/models/qwen.gguf",
+    "response_cache": False,
+    "prefix_states": 2,
     "replies": ["look around"],
     "cycle": True,
 }
@@ -124,7 +126,8 @@ def test_a_field_the_kind_does_not_use_is_an_error(field: str, kind: str) -> Non
         ModelConfig.model_validate({"kind": kind, **NEEDS[kind], field: VALUES[field]})
     message = str(info.value)
     wanted = USED_BY[field][0]
-    assert f"{field} is used only by kind {wanted} (this model is kind {kind})" in message
+    kinds = " or ".join(USED_BY[field])
+    assert f"{field} is used only by kind {kinds} (this model is kind {kind})" in message
     assert f"-o sage.model.kind={wanted}" in message
     assert f"or remove {field}" in message
 
@@ -275,6 +278,8 @@ def test_a_dumped_config_validates_back_to_itself(name: str) -> None:
                 "n_ctx",
                 "n_threads",
                 "model_path",
+                "prefix_states",
+                "response_cache",
             },
         ),
         (
@@ -289,6 +294,7 @@ def test_a_dumped_config_validates_back_to_itself(name: str) -> None:
                 "call_budget_s",
                 "extra_body",
                 "constraint_format",
+                "response_cache",
             },
         ),
         (

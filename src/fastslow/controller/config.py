@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from fastslow.models.shape import ConstrainMode
 from fastslow.strict import StrictModel
 
 
@@ -107,6 +108,15 @@ class SageRunConfig(StrictModel):
     minus the reply cap: llama.cpp refuses a prompt that does not fit, and the round ends in an error."""
     parse_lines: int = Field(default=5, ge=1)
     """authors: lines of the grounding reply that are read (theirs: the first 5)."""
+    constrain: ConstrainMode = "none"
+    """How Sage's two calls are constrained while the model generates (``models.shape``). none: not at
+    all (the paper configurations). format: the planning reply is five answer lines and the grounding
+    reply numbered action lines in the shape the profile's reader reads (``parsing.authors_shape``:
+    ``Action n: FUNC(args) --> observation``; ``parsing.numbered_shape``: ``n. action -> observation``).
+    valid: as format, with every action one of the state's valid actions the controller's grounding
+    admits, as the reader reads it (their FUNC form, ``env.func_actions.func_forms``, for the authors'
+    profile). An ``openai`` model needs a ``constraint_format`` with grammars (``llama_cpp``, ``vllm``,
+    ``vllm_guided``)."""
     strict_history: bool = False
     """authors: True = an action in the grounding history that has no FUNC form ("inventory", "look in
     X", "put down X") ends the round as an error, as the authors' public ``eval_utils`` fails on it (their

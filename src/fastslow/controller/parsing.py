@@ -4,15 +4,24 @@ Models rarely follow a format exactly: the numbered list comes wrapped in prose 
 "1." / "1)" / "Step 1:" / "-", with or without an expected observation after "->", as plain text or as
 SwiftSage-style ``FUNC(args)`` calls, sometimes as a JSON list. The parser accepts all of these and returns
 an empty list (a parse failure, which the caller retries once) when nothing action-like is found.
+
+Each reader also states the reply it reads as a ``models.shape.ListShape`` (``numbered_shape``,
+``authors_shape``, and ``plan_shape`` for the planning reply the grounding prompt carries), from the
+same pieces the reader uses, so a constrained call (``controller.sage.constrain``) asks the model for
+exactly what the reader reads, and the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fastslow.env.func_actions import from_func
+from fastslow.env.func_actions import from_func, func_call_pattern
+from fastslow.env.semantics import ACTION_WORD
+from fastslow.models import CHARS_PER_TOKEN
+from fastslow.models.shape import ListShape
 
 # FUNC(args) names whose two arguments ScienceWorld joins with a preposition ("move A to B").
 _JOINERS = {
@@ -223,9 +232,72 @@ def parse_authors(text: str, max_lines: int = 5) -> list[ParsedAction]:
         if ":" not in line or "(" not in line or ")" not in line:
             continue
         body = line[line.index(":") + 1 : line.rindex(")") + 1].strip()
-        guess = line.split("-->")[-1].strip() if "-->" in line else "None"
+        guess = line.split(AUTHORS_ARROW)[-1].strip() if AUTHORS_ARROW in line else "None"
         action = from_func(body)
         if action:
             actions.append(action)
             expected.append(guess)
     return [ParsedAction(a, expected[i] if i < len(expected) else "") for i, a in enumerate(actions)]
+
+
+# -- the shapes the readers read (constrained calls) ----------------------------------------------------
+
+AUTHORS_ARROW = "-->"
+"""What separates an action from its expected observation in the authors' grounding reply."""
+AUTHORS_LABEL = "Action {n}: "
+"""How the authors' grounding prompt numbers the reply's lines ("Action 1: FUNC(arguments) --> ...")."""
+EXPECTED_CHARS = 80
+"""Longest expected observation a constrained line carries (the reader has no limit; a bound keeps five
+lines inside a small reply cap)."""
+PLAN_ANSWERS = 5
+"""Answers a planning reply has: one per question of either profile's planning prompt."""
+NUMBERED_LABEL = "{n}. "
+"""How SwiftSage's grounding prompt numbers the reply's lines (an ``_ITEM`` number)."""
+NUMBERED_ARROW = "->"
+"""What separates an action from its expected observation in SwiftSage's grounding reply (one of
+``_SEPARATORS``)."""
+
+
+def authors_shape(lines: int) -> ListShape:
+    """The grounding reply ``parse_authors`` reads, ``lines`` (its ``max_lines``) lines at most:
+    ``Action n: FUNC(arguments) --> expected observation``. The call is a FUNC call ``from_func`` reads
+    (``func_call_pattern``); the observation holds no parenthesis (the reader cuts the call at the
+    line's last ``)``) and no line break. Not excluded: an observation that says "repeat", which the
+    reader takes for one of its repeat lines."""
+    return ListShape(
+        item=func_call_pattern(),
+        most=lines,
+        label=AUTHORS_LABEL,
+        after=f" {AUTHORS_ARROW} [^()\\n]{{1,{EXPECTED_CHARS}}}",
+    )
+
+
+def numbered_shape(items: int) -> ListShape:
+    """The grounding reply ``parse_actions`` reads as a numbered list, ``items`` lines at most (the
+    prompt's limit): ``n. action -> expected observation``. The action is words of an action
+    (``semantics.ACTION_WORD``), 14 at most (``_looks_like_action``); the observation holds none of
+    ``[ ] ` `` and no line break (a JSON list or a code fence would be read instead). Not excluded: an
+    action that starts like commentary ("here", "note", ...), whose line the reader skips."""
+    return ListShape(
+        item=f"{ACTION_WORD}(?: {ACTION_WORD}){{0,13}}",
+        most=min(items, 99),  # _ITEM reads numbers of one or two digits
+        label=NUMBERED_LABEL,
+        after=f" {NUMBERED_ARROW} [^\\n\\[\\]`]{{1,{EXPECTED_CHARS}}}",
+    )
+
+
+def numbered_readable(actions: Iterable[str]) -> list[str]:
+    """The ``actions`` that ``parse_actions`` reads back as themselves from a line of
+    ``numbered_shape`` (the choices of a ``valid`` constraint)."""
+    first = NUMBERED_LABEL.format(n=1)
+    return [a for a in actions if [p.action for p in parse_actions(f"{first}{a} {NUMBERED_ARROW} x")] == [a]]
+
+
+def plan_shape(prompt: str, max_tokens: int) -> ListShape:
+    """The planning reply: ``PLAN_ANSWERS`` lines, one answer each, numbered as the prompt numbers its
+    questions ("Answer n: " for the authors' profile, whose grounding prompt turns "Answer" into "Advice";
+    "n. " for SwiftSage's), each at most its share of ``max_tokens`` (estimated at
+    ``models.CHARS_PER_TOKEN``). Nothing parses this reply: the grounding prompt carries it."""
+    label = "Answer {n}: " if prompt == "authors" else "{n}. "
+    share = max(int(max_tokens * CHARS_PER_TOKEN / PLAN_ANSWERS) - len(label), 1)
+    return ListShape(item=f"[^\\n]{{1,{share}}}", most=PLAN_ANSWERS, least=PLAN_ANSWERS, label=label)

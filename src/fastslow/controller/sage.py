@@ -17,6 +17,11 @@ message per call, demo trajectories of the task (``demos``), the grounding reply
 form from its first lines (``parsing.parse_authors``), no retry by default. Their planning prompt falls
 back to a "lite" history when it is long, and a prompt over ``prompt_budget_tokens`` is clipped (history,
 then demos) rather than sent to a model whose context it would not fit.
+
+``controller.sage.constrain`` constrains both calls while the model generates: ``format`` asks for the
+reply shapes the readers read (``parsing.plan_shape``, ``authors_shape``, ``numbered_shape``),
+``valid`` also makes every grounded action one of the state's valid actions the controller's grounding
+admits. ``none`` (the paper configurations) sends exactly the unconstrained calls.
 """
 
 from __future__ import annotations
@@ -29,13 +34,30 @@ from typing import Any, Protocol
 from fastslow.controller import sage_authors as content
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.demos import Demo, demos_for
-from fastslow.controller.parsing import ParsedAction, PlanFormatError, parse_actions, parse_authors
+from fastslow.controller.parsing import (
+    ParsedAction,
+    PlanFormatError,
+    authors_shape,
+    numbered_readable,
+    numbered_shape,
+    parse_actions,
+    parse_authors,
+    plan_shape,
+)
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.func_actions import from_func
+from fastslow.env.func_actions import from_func, func_forms
 from fastslow.env.grounding import Grounder
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
-from fastslow.models import CHARS_PER_TOKEN, ChatModel, CircuitOpenError, Message, call_model, estimate_tokens
+from fastslow.models import (
+    CHARS_PER_TOKEN,
+    ChatModel,
+    CircuitOpenError,
+    Constraint,
+    Message,
+    call_model,
+    estimate_tokens,
+)
 from fastslow.templates import prompt_template
 
 log = logging.getLogger(__name__)
@@ -184,11 +206,13 @@ class Sage:
                 role="sage_plan",
                 step=request.step,
                 max_tokens=self.cfg.plan_max_tokens,
+                constraint=self.plan_constraint(),
             )
             calls, latency, plan_text = 1, done.latency_s, done.text
             tokens.append(done.prompt_tokens)
             ground = request.ground or _own_grounding(request.traj, self.cutoff)
             conversation = self._ground_messages(request, plan_text)
+            constraint = self.ground_constraint(request.traj, ground)
             for attempt in range(1 + max(self.cfg.parse_retries, 0)):
                 if attempt:
                     # Retry in the same conversation: the model sees its unusable reply and the format.
@@ -205,6 +229,7 @@ class Sage:
                     role="sage_ground",
                     step=request.step,
                     max_tokens=self.cfg.ground_max_tokens,
+                    constraint=constraint,
                 )
                 calls, latency, reply = calls + 1, latency + done.latency_s, done.text
                 tokens.append(done.prompt_tokens)
@@ -239,6 +264,29 @@ class Sage:
                 tokens,
             )
         return SagePlan(tuple(grounded), tuple(parsed), calls, retried, None, latency, plan_text, tokens)
+
+    def plan_constraint(self) -> Constraint | None:
+        """The planning call's constraint: None with ``constrain: none``, else the planning reply's
+        shape (``parsing.plan_shape``)."""
+        if self.cfg.constrain == "none":
+            return None
+        return plan_shape(self.cfg.prompt, self.cfg.plan_max_tokens).constraint()
+
+    def ground_constraint(self, traj: Trajectory, ground: Callable[[str], str | None]) -> Constraint | None:
+        """The grounding call's constraint in ``traj``'s state: None with ``constrain: none``; the shape
+        the profile's reader reads (``format``); that shape with every action one of the valid actions
+        ``ground`` admits, written as the reader reads it (``valid``: their FUNC form for the authors'
+        profile). A state where no valid action can be written so gets the ``format`` shape."""
+        cfg = self.cfg
+        if cfg.constrain == "none":
+            return None
+        authors = cfg.prompt == "authors"
+        shape = authors_shape(cfg.parse_lines) if authors else numbered_shape(self.max_actions)
+        if cfg.constrain == "format":
+            return shape.constraint()
+        admitted = [a for a in traj.current.valid_actions if ground(a) is not None]
+        options = list(func_forms(admitted).values()) if authors else numbered_readable(admitted)
+        return shape.constraint(options) if options else shape.constraint()
 
     def _parse(self, reply: str) -> list[ParsedAction]:
         if self.cfg.prompt == "authors":

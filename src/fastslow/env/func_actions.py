@@ -9,8 +9,9 @@ anchored at the start only and their groups are greedy, as theirs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from fastslow.env.semantics import FOCUS
+from fastslow.env.semantics import ACTION_WORDS, FOCUS
 
 TEXT_TO_FUNC: tuple[tuple[str, str, int], ...] = (
     ("0", "CHOOSE(0)", 0),
@@ -99,3 +100,32 @@ def from_func(text: str) -> str | None:
     """The authors' FUNC(args) form -> ScienceWorld text (``TELEPORT(kitchen)`` -> ``teleport to
     kitchen``); None when no function of their grammar matches (plain text too: ``open door``)."""
     return _convert(text, FUNC_TO_TEXT)
+
+
+def func_call_pattern() -> str:
+    """A regular expression (the ``models.constraint.Regex`` subset) of the FUNC calls ``from_func``
+    reads: each function of ``FUNC_TO_TEXT`` with its number of arguments, each an object name
+    (``semantics.ACTION_WORDS``: no comma and no parenthesis, so the call's own ``(``, ``, `` and ``)``
+    stay unambiguous), the argument-less ones as written (``SEE()``, ``CHOOSE(0)``). Every match
+    converts (``from_func`` is not None)."""
+    forms: list[str] = []
+    for pattern, _form, arity in FUNC_TO_TEXT:
+        if arity == 0:
+            forms.append(re.escape(pattern))
+            continue
+        name = pattern[1 : pattern.index("\\(")]
+        args = ", ".join([f"(?:{ACTION_WORDS})"] * arity)
+        forms.append(f"{name}\\({args}\\)")
+    return "|".join(dict.fromkeys(forms))
+
+
+def func_forms(actions: Iterable[str]) -> dict[str, str]:
+    """``{action: its FUNC form}`` for the actions whose FUNC form ``from_func`` reads back as the action
+    itself (``pour a in b`` becomes ``POUR(a, b)``, which reads back as ``pour a into b``, and is left
+    out; so is every action outside the grammar)."""
+    out: dict[str, str] = {}
+    for action in actions:
+        func = to_func(action)
+        if func is not None and from_func(func) == action:
+            out[action] = func
+    return out

@@ -87,6 +87,13 @@ _PARTICLES = frozenset({"up", "down", "at", "in", "to", "on", "around"})
 """Second words that belong to the verb: "pick up", "look at", "look in", "go to", "focus on", ..."""
 ARGUMENT_JOINERS: tuple[str, ...] = (" into ", " in ", " to ", " on ", " from ")
 """Words that join the two objects of an action ("move A to B"), in the order ``arguments`` tries them."""
+ACTION_WORD = "[a-zA-Z0-9]{1,30}"
+"""One word of an action's or an object's text as a regular expression (the ``models.constraint.Regex``
+subset): letters and digits."""
+ACTION_WORDS = f"{ACTION_WORD}(?: {ACTION_WORD}){{0,19}}"
+"""An action's or an object's text as a regular expression: up to 20 words (``ACTION_WORD``), one space
+apart. ScienceWorld writes every valid action so (the
+longest have 18 words), and no punctuation of a reply's layout (``.``, ``,``, ``(``, ``->``) is in it."""
 
 
 # -- stopwords -------------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ DIR layout:
   events/*.jsonl   one event log per episode (``<task>-<variation>.jsonl``)
   metrics.json     computed from events/ when the run finishes (``records.RunMetrics``, versioned)
   memory.sqlite    AMM's store when the config names none (each run has its own)
+  model_cache.sqlite  the answers of the run's temperature-0 model calls (``models.cache``), shared by
+                   its workers and reused when the run is resumed; off with ``model.response_cache``
   warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics);
                    warmup/run.json says which configuration played them
   .fastslow.lock   held while a process works in DIR
@@ -51,6 +53,7 @@ from fastslow.eval.rundir import (
 )
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EndState
+from fastslow.models.cache import CACHE_FILE
 
 
 def check_out_dir(out: Path) -> None:
@@ -209,6 +212,7 @@ def evaluate(
             ray_address=ray_address,
             on_outcome=finished,
             run_id=record.run_id,
+            model_cache=out / CACHE_FILE,
         )
         metrics = run_metrics(events_dir, record.episodes).to_json()
         write_json(out / METRICS_FILE, metrics)
@@ -351,6 +355,7 @@ def run_warmup(
             ray_address=ray_address,
             on_outcome=finished,
             run_id=f"{run_id}/{WARMUP_DIR}",
+            model_cache=out / CACHE_FILE,
         )
         note_warmup(out, config)
     return outcomes

@@ -34,6 +34,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.errors import OutputError, UsageError
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import EndState, JsonlWriter
+from fastslow.models.cache import ResponseCache
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +62,31 @@ def _purge_records(config: RunConfig, memory_key: str) -> None:
 
 
 class _Worker:
-    """One ScienceWorld JVM and one agent, reused across the episodes a worker plays."""
+    """One ScienceWorld JVM and one agent, reused across the episodes a worker plays. ``model_cache``:
+    the run's response cache file (``models.cache``), shared by the workers; None: no cache."""
 
-    def __init__(self, config: RunConfig, events_dir: Path, retries: int, run_id: str = "") -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        events_dir: Path,
+        retries: int,
+        run_id: str = "",
+        model_cache: Path | None = None,
+    ) -> None:
         self.config, self.events_dir, self.retries, self.run_id = config, events_dir, retries, run_id
+        self.cache = ResponseCache(model_cache) if model_cache is not None else None
         env_cfg = config.env
         # One adapter for all the worker's episodes; run_episode puts the episode's step limit around it.
         self.env = ScienceWorldAdapter(env_cfg.simplification, jvm_timeout_s=env_cfg.jvm_timeout_s)
-        self.agents: dict[int | None, tuple[RunConfig, Agent]] = {None: (config, make_agent(config))}
+        self.agents: dict[int | None, tuple[RunConfig, Agent]] = {
+            None: (config, make_agent(config, self.cache))
+        }
 
     def _agent(self, seed: int | None) -> tuple[RunConfig, Agent]:
         """The agent for one seed, built on first use; loaded local models are shared between them."""
         if seed not in self.agents:
             seeded = self.config.with_seed(seed) if seed is not None else self.config
-            self.agents[seed] = (seeded, make_agent(seeded))
+            self.agents[seed] = (seeded, make_agent(seeded, self.cache))
         return self.agents[seed]
 
     def play(self, episode: Episode) -> EpisodeOutcome:
@@ -107,6 +119,8 @@ class _Worker:
 
     def close(self) -> None:
         self.env.close()
+        if self.cache is not None:
+            self.cache.close()
 
 
 _WORKER: _Worker | None = None
@@ -131,10 +145,13 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fastslow-parent-watch", daemon=True).start()
 
 
-def _init_worker(config_json: str, events_dir: str, retries: int, run_id: str, parent: int) -> None:
+def _init_worker(
+    config_json: str, events_dir: str, retries: int, run_id: str, parent: int, model_cache: str | None
+) -> None:
     global _WORKER
     _exit_with_parent(parent)
-    _WORKER = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries, run_id)
+    cache = Path(model_cache) if model_cache is not None else None
+    _WORKER = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries, run_id, cache)
     atexit.register(_WORKER.close)
 
 
@@ -151,9 +168,10 @@ def _run_local(
     retries: int,
     on_outcome: Callable[[EpisodeOutcome], None],
     run_id: str,
+    model_cache: Path | None,
 ) -> None:
     if workers == 1 or len(todo) <= 1:
-        worker = _Worker(config, events_dir, retries, run_id)
+        worker = _Worker(config, events_dir, retries, run_id, model_cache)
         try:
             for episode in todo:
                 on_outcome(worker.play(episode))
@@ -162,7 +180,8 @@ def _run_local(
         return
     # spawn, not fork: each worker starts its own py4j gateway and JVM from a clean interpreter.
     ctx = multiprocessing.get_context("spawn")
-    initargs = (_ship(config), str(events_dir), retries, run_id, os.getpid())
+    cache = str(model_cache) if model_cache is not None else None
+    initargs = (_ship(config), str(events_dir), retries, run_id, os.getpid(), cache)
     pool = ProcessPoolExecutor(min(workers, len(todo)), ctx, _init_worker, initargs)
     try:
         for future in as_completed([pool.submit(_play_in_worker, e) for e in todo]):
@@ -181,8 +200,12 @@ def _run_local(
 class _RayWorker:
     """A Ray actor body: owns one JVM and agent, closes them when asked or when the actor exits."""
 
-    def __init__(self, config_json: str, events_dir: str, retries: int, run_id: str) -> None:
-        self.worker = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries, run_id)
+    def __init__(
+        self, config_json: str, events_dir: str, retries: int, run_id: str, model_cache: str | None
+    ) -> None:
+        cache = Path(model_cache) if model_cache is not None else None
+        config = RunConfig.model_validate_json(config_json)
+        self.worker = _Worker(config, Path(events_dir), retries, run_id, cache)
         atexit.register(self.worker.close)
 
     def play(self, episode: Episode) -> EpisodeOutcome:
@@ -201,6 +224,7 @@ def _run_ray(
     on_outcome: Callable[[EpisodeOutcome], None],
     address: str | None,
     run_id: str,
+    model_cache: Path | None,
 ) -> None:
     try:
         import ray
@@ -214,8 +238,9 @@ def _run_ray(
         else:
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     actor_cls: Any = ray.remote(num_cpus=1)(_RayWorker)
+    cache = str(model_cache.resolve()) if model_cache is not None else None
     actors = [
-        actor_cls.remote(_ship(config), str(events_dir.resolve()), retries, run_id)
+        actor_cls.remote(_ship(config), str(events_dir.resolve()), retries, run_id, cache)
         for _ in range(min(workers, len(todo)))
     ]
     try:
@@ -241,14 +266,16 @@ def run_episodes(
     ray_address: str | None,
     on_outcome: Callable[[EpisodeOutcome], None],
     run_id: str = "",
+    model_cache: Path | None = None,
 ) -> None:
     """Play ``todo`` into ``events_dir``, calling ``on_outcome`` as each episode finishes.
 
     ``run_id`` qualifies the AMM records the episodes write (``<run_id>/<episode_id>``), so a store
-    shared by several runs on purpose can still tell whose attempt a record came from."""
+    shared by several runs on purpose can still tell whose attempt a record came from. ``model_cache``
+    is the run's response cache file (``models.cache``), shared by all its workers; None: no cache."""
     if not todo:
         return
     if executor == "ray":
-        _run_ray(config, todo, events_dir, workers, retries, on_outcome, ray_address, run_id)
+        _run_ray(config, todo, events_dir, workers, retries, on_outcome, ray_address, run_id, model_cache)
     else:
-        _run_local(config, todo, events_dir, workers, retries, on_outcome, run_id)
+        _run_local(config, todo, events_dir, workers, retries, on_outcome, run_id, model_cache)

@@ -53,6 +53,7 @@ from fastslow.events import (
     SageCall,
     StagnationReport,
 )
+from fastslow.models.cache import ResponseCache
 from fastslow.redact import redact_text
 from fastslow.vocab import STEP_SOURCES
 
@@ -134,6 +135,8 @@ class StepPrinter:
                 if event.error
                 else f"skipped: {event.skipped}"
                 if event.skipped
+                else "cached"
+                if event.cached
                 else "ok"
             )
             self._note(
@@ -249,7 +252,7 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
     path = out / "events" / f"{episode.episode_id}.jsonl"
     with run_lock(out):
         check_episode_out(out, episode.episode_id)  # another process may have written it meanwhile
-        agent = make_agent(config)
+        agent = make_agent(config, ResponseCache(None))  # one episode: its answers, in memory
         with (
             ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s) as env,
             JsonlWriter(path) as writer,

@@ -255,13 +255,18 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
       (after their retries); a failed call still counts as a System-2 call - it was made and waited
       for - so the error counter is what tells a run with a broken server from a normal one;
     - ``model_calls_skipped`` (by role): calls a role's open circuit breaker did not send (``skipped``);
-      they are in none of the counters above.
+      they are in none of the counters above;
+    - ``model_cache_hits`` (by role): calls the run's response cache answered (``cached``: the same
+      temperature-0 request was answered before, ``models.cache``); they are not model work, so not in
+      ``model_calls``, the tokens or the seconds above (a Critic call still counts as a System-2 call:
+      the agent asked for it); ``model_cache_hit_rate`` = hits / (hits + ``model_calls``).
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
     n_eps = steps = system2 = tokens = calls = 0
     by_source: dict[str, int] = dict.fromkeys(vocab.STEP_SOURCES, 0)
     errors: dict[str, int] = defaultdict(int)
     skipped: dict[str, int] = defaultdict(int)
+    hits: dict[str, int] = defaultdict(int)
     llm_s = 0.0
     for events in episodes:
         evs = list(events)
@@ -276,6 +281,9 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
                 system2 += 1
             elif isinstance(e, ModelCall) and e.skipped:
                 skipped[e.role] += 1
+            elif isinstance(e, ModelCall) and e.cached:
+                hits[e.role] += 1
+                system2 += e.role == "critic"
             elif isinstance(e, ModelCall):
                 calls += 1
                 tokens += e.prompt_tokens + e.completion_tokens
@@ -298,6 +306,11 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "model_call_errors_by_role": dict(sorted(errors.items())),
         "model_calls_skipped": sum(skipped.values()),
         "model_calls_skipped_by_role": dict(sorted(skipped.items())),
+        "model_cache_hits": sum(hits.values()),
+        "model_cache_hits_by_role": dict(sorted(hits.items())),
+        "model_cache_hit_rate": (
+            round(sum(hits.values()) / (sum(hits.values()) + calls), 4) if hits or calls else None
+        ),
     }
 
 

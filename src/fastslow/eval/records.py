@@ -197,6 +197,12 @@ class Usage(_Record):
     model_calls_skipped: int = 0
     """Calls not sent because the role's circuit breaker was open (0 in files written before it)."""
     model_calls_skipped_by_role: dict[str, int] = {}
+    model_cache_hits: int = 0
+    """Calls the run's response cache answered (``model_call`` events with ``cached``): not in
+    ``model_calls``, the tokens or the seconds (0 in files written before the cache existed)."""
+    model_cache_hits_by_role: dict[str, int] = {}
+    model_cache_hit_rate: float | None = None
+    """``model_cache_hits`` / (``model_cache_hits`` + ``model_calls``); None without model calls."""
     wall_s_per_episode: float | None
 
 

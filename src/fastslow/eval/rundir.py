@@ -9,15 +9,17 @@ git commit) - and its episode selection. ``claim_run`` checks that identity befo
   the run's own files first;
 - a different selection: refused unless ``extend`` (the run's selection becomes the union);
 - a directory without a readable fastslow ``run.json`` that holds files a run writes (``events/``,
-  ``warmup/``, ``metrics.json``, ``config.yaml``, ``run.json``): refused, ``restart`` included, with a
-  message that suggests no deleting flag: fastslow cannot tell what in it is whose.
+  ``warmup/``, ``metrics.json``, ``config.yaml``, ``run.json``, ``model_cache.sqlite``): refused,
+  ``restart`` included, with a message that suggests no deleting flag: fastslow cannot tell what in it
+  is whose.
 
 ``restart`` deletes only what the run recorded in ``run.json`` wrote (``run_files``): the event logs of
 its episodes (and their attempts kept in ``events/failed/``), the warm-up's logs listed in
 ``warmup/run.json``, ``metrics.json``, ``config.yaml``, ``run.json``, the files ``fastslow report``
-writes into ``report/``, and the per-run store ``memory.sqlite`` when ``run.json`` names it per-run and it
-is a fastslow store. Any other file in DIR, inside ``events/`` included, stays. ``check_claim`` makes every
-refusal without writing or locking anything, so a refused command leaves DIR as it found it.
+writes into ``report/``, the response cache ``model_cache.sqlite``, and the per-run store
+``memory.sqlite`` when ``run.json`` names it per-run and it is a fastslow store. Any other file in DIR,
+inside ``events/`` included, stays. ``check_claim`` makes every refusal without writing or locking
+anything, so a refused command leaves DIR as it found it.
 
 A lock file (``.fastslow.lock``, an ``flock`` the kernel drops when its owner dies, however it dies)
 keeps a second process out of a directory in use; the lock is re-entrant within one process, so the
@@ -56,6 +58,7 @@ from fastslow.config import RunConfig
 from fastslow.errors import OutputError, RunDirError, UsageError
 from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.runner import git_commit, versions
+from fastslow.models.cache import CACHE_FILE, is_cache_file
 from fastslow.redact import redact_argv, redact_override, redact_text
 
 RUN_FORMAT = 2
@@ -324,9 +327,9 @@ def read_run_record(out: Path) -> RunRecord | None:
 def _foreign_files(out: Path) -> list[str]:
     """What in a DIR without a run record a run would write into or over: anything in ``events/`` or
     ``warmup/`` (an empty ``events/``, as ``prepare_out_dir`` makes, is nothing), ``metrics.json``,
-    ``config.yaml``."""
+    ``config.yaml``, the response cache (its answers would be served to this run)."""
     found: list[str] = []
-    for name in ("events", WARMUP_DIR, METRICS_FILE, CONFIG_FILE):
+    for name in ("events", WARMUP_DIR, METRICS_FILE, CONFIG_FILE, CACHE_FILE):
         path = out / name
         if path.is_dir():
             entries = sorted(p.name for p in path.iterdir())
@@ -426,15 +429,19 @@ def run_files(out: Path, record: RunRecord) -> list[Path]:
 
     The event logs of its episodes (and their attempts in ``events/failed/``), the warm-up's logs and
     ``warmup/run.json`` when that names this run, ``metrics.json``, ``config.yaml``, ``run.json``, the files
-    ``fastslow report`` writes into ``report/`` (``REPORT_FILES``), and ``memory.sqlite`` (with its WAL
-    files) when the record names it the run's own store and it is a fastslow store. Nothing else: a
-    user's file beside them, in ``events/`` or ``report/`` included, is not the run's."""
+    ``fastslow report`` writes into ``report/`` (``REPORT_FILES``), the response cache
+    ``model_cache.sqlite`` (with its WAL files) when it is one (``models.cache``), and ``memory.sqlite``
+    (with its WAL files) when the record names it the run's own store and it is a fastslow store.
+    Nothing else: a user's file beside them, in ``events/`` or ``report/`` included, is not the run's."""
     found = [out / RUN_FILE, out / CONFIG_FILE, out / METRICS_FILE]
     found += _episode_logs(out / "events", record.episodes)
     warm = _warmup_episodes(out, record.run_id)
     if warm is not None:
         found += [*_episode_logs(out / WARMUP_DIR / "events", warm), out / WARMUP_DIR / RUN_FILE]
     found += [out / "report" / name for name in REPORT_FILES]
+    cache = out / CACHE_FILE
+    if cache.is_file() and is_cache_file(cache):
+        found += [cache, cache.with_name(f"{CACHE_FILE}-wal"), cache.with_name(f"{CACHE_FILE}-shm")]
     store, own = record.store, out / STORE_FILE
     if (
         store is not None

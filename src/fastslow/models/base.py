@@ -53,6 +53,9 @@ class Completion:
     """Requests made, retries included (1 when the first one succeeded)."""
     model: str
     backend: str
+    cached: bool = False
+    """Served by the response cache (``models.cache``), not by the model: the text and token counts are
+    the stored answer's, ``latency_s`` the look-up's, ``attempts`` 0."""
 
 
 class ModelCallError(ModelError):
@@ -180,7 +183,8 @@ def call_model(
     (``CircuitOpenError``) is logged with ``skipped`` set, no error, no attempt and no messages (nothing
     was sent), and re-raised the same way. ``record_text`` puts the prompt and the reply into the event
     (on by default: the logs are the audit trail). A ``constraint`` is passed on to the model, and its
-    kind (choice, regex, grammar) is recorded in the event.
+    kind (choice, regex, grammar) is recorded in the event. An answer the response cache served
+    (``Completion.cached``, ``models.cache``) is logged with ``cached`` set.
     """
     if isinstance(model, FoldSystem):
         messages = fold_system(messages)
@@ -234,6 +238,7 @@ def call_model(
             messages=logged_messages,
             completion=completion.text if record_text else None,
             constraint=kind,
+            cached=completion.cached,
         )
     )
     return completion

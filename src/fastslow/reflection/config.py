@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from fastslow.models.config import ModelConfig
+from fastslow.models.shape import ConstrainMode
 from fastslow.strict import StrictModel
 
 RepairRule = Literal["normalize", "alias", "teleport", "qualifier", "fuzzy"]
@@ -175,6 +176,14 @@ class CriticConfig(StrictModel):
     (``models.CHARS_PER_TOKEN``) lists only the most task-relevant valid actions that fit, then fewer
     history turns; the answer may still name any valid action of the whole list. The embedded
     configurations set it for SmolLM2's 4,096-token context (docs/fidelity.md R17)."""
+    constrain: ConstrainMode = "none"
+    """How the Critic's call (``kind: llm``) is constrained while the model generates
+    (``models.shape``). none: not at all (the paper configurations). format: the answer is the shape
+    ``parse_critic_reply`` reads (``llm.critic_shape``: a Diagnosis line, a Correction line, "Actions:",
+    then ``max_actions`` numbered actions at most). valid: as format, with every action one of those the
+    scheduler keeps from an answer (``llm.answerable``: the authors' list with ``prompt_actions: all``,
+    else the valid actions not on the report's avoid list). An ``openai`` model needs a
+    ``constraint_format`` with grammars (``llama_cpp``, ``vllm``, ``vllm_guided``)."""
     skip_low_quality: bool = False
     """Skip an answer whose actions all repeat the last actions (the step's and the three before) or all
     navigate (go to / teleport to / open door to), as the authors do."""

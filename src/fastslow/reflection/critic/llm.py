@@ -8,6 +8,10 @@ focus actions on targets the task names, unvisited rooms) with the report's cons
 with their runtime constraints (``authors_constraints``). ``critic.prompt_budget_tokens`` cuts the
 authors' list, then the history, to fit a small model's context (``_fit_actions``). The scheduler
 (``reflection.critic.scheduler``) keeps only answers in the list the prompt showed.
+
+``critic_shape`` states the answer ``parse_critic_reply`` reads, from the same labels it reads, and
+``critic_constraint`` makes it the call's constraint (``critic.constrain``): ``format`` the shape,
+``valid`` the shape with every action one the scheduler keeps (``answerable``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from dataclasses import dataclass
 
 from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.semantics import NAVIGATION_VERBS, ROOMS, focus_target, verb_of
+from fastslow.env.semantics import ACTION_WORDS, NAVIGATION_VERBS, ROOMS, focus_target, verb_of
 from fastslow.events import EventSink, ListSink, StagnationReport
-from fastslow.models import ChatModel, Message, call_model, estimate_tokens
+from fastslow.models import ChatModel, Constraint, Message, call_model, estimate_tokens
+from fastslow.models.shape import ConstrainMode, ListShape
 from fastslow.reflection.critic.base import MemoryFetch
 from fastslow.reflection.critic.rules import relevant_actions, room_names, unvisited_rooms
 from fastslow.reflection.focus import focus_usage
@@ -189,6 +194,19 @@ def _fit_actions(prompt: _Prompt, listed: list[str], budget_tokens: int, history
     return text
 
 
+DIAGNOSIS, CORRECTION, ACTIONS = "Diagnosis:", "Correction:", "Actions:"
+"""The labels of the Critic's answer lines (``prompts/critic.j2``'s answer format), read in any case."""
+_DIAGNOSIS_LABELS = (DIAGNOSIS.lower(), CORRECTION.lower())
+REASON_CHARS = 80
+"""Longest diagnosis or correction a constrained answer carries (the reader has no limit; a bound keeps
+the answer inside a small reply cap)."""
+
+
+def _item(line: str) -> str:
+    """The action an answer's action line holds: without its number or bullet, quotes and final period."""
+    return _NUMBERED.sub("", line).strip().strip("`\"'").rstrip(".").strip()
+
+
 def parse_critic_reply(text: str) -> tuple[str, list[str]]:
     """(diagnosis + correction, actions) from the Critic's answer; tolerant of bullets and quotes."""
     diagnosis: list[str] = []
@@ -197,19 +215,58 @@ def parse_critic_reply(text: str) -> tuple[str, list[str]]:
     for raw in text.splitlines():
         line = raw.strip()
         low = line.lower()
-        if low.startswith(("diagnosis:", "correction:")):
+        if low.startswith(_DIAGNOSIS_LABELS):
             diagnosis.append(line.split(":", 1)[1].strip())
             in_actions = False
-        elif low.startswith("actions:"):
+        elif low.startswith(ACTIONS.lower()):
             in_actions = True
             rest = line.split(":", 1)[1].strip()
             if rest:
                 actions.append(rest)
         elif line and (in_actions or _NUMBERED.match(line)):
-            action = _NUMBERED.sub("", line).strip().strip("`\"'").rstrip(".").strip()
+            action = _item(line)
             if action:
                 actions.append(action)
     return " ".join(d for d in diagnosis if d), actions
+
+
+def critic_shape(max_actions: int) -> ListShape:
+    """The answer ``parse_critic_reply`` reads, as the prompt asks for it: ``Diagnosis: ...``,
+    ``Correction: ...`` (one line each, no longer than ``REASON_CHARS``), ``Actions:``, then 1 to
+    ``max_actions`` lines ``n. action`` (an action's words, ``semantics.ACTION_WORDS``)."""
+    reason = f" [^\\n]{{1,{REASON_CHARS}}}"
+    return ListShape(
+        item=ACTION_WORDS,
+        most=max_actions,
+        label="{n}. ",
+        header=(DIAGNOSIS + reason, CORRECTION + reason, ACTIONS),
+    )
+
+
+def answerable(report: StagnationReport, traj: Trajectory, *, all_actions: bool) -> list[str]:
+    """The actions the scheduler keeps from an answer (``scheduler.Critic``): with ``all_actions``
+    (``prompt_actions: all``) those of the authors' whole list (``critic_action_list``), else the valid
+    actions not on the report's avoid list."""
+    if all_actions:
+        return critic_action_list(traj)
+    avoid = set(report.avoid)
+    return [a for a in traj.current.valid_actions if a not in avoid]
+
+
+def critic_constraint(
+    mode: ConstrainMode, report: StagnationReport, traj: Trajectory, *, max_actions: int, all_actions: bool
+) -> Constraint | None:
+    """The Critic call's constraint (``critic.constrain``): None for ``none``; the answer's shape
+    (``critic_shape``) for ``format``; for ``valid`` that shape with every action one of ``answerable``
+    that ``parse_critic_reply`` reads back as itself (the ``format`` shape when there is none)."""
+    if mode == "none":
+        return None
+    shape = critic_shape(max_actions)
+    if mode == "format":
+        return shape.constraint()
+    first = shape.label.format(n=1)
+    options = [a for a in answerable(report, traj, all_actions=all_actions) if _item(first + a) == a]
+    return shape.constraint(options) if options else shape.constraint()
 
 
 class LlmCritic:
@@ -228,8 +285,11 @@ class LlmCritic:
         focus_budget: str = "gold",
         budget_tokens: int = 0,
         judge: FocusJudge | None = None,
+        constrain: ConstrainMode = "none",
     ) -> None:
         self.model = model
+        self.constrain: ConstrainMode = constrain
+        """How the call is constrained (``critic.constrain``, ``critic_constraint``)."""
         self.judge = judge
         """The task-specific focus rules (``procedures.enabled``) the prompt applies, if any."""
         self.sink: EventSink = sink if sink is not None else ListSink()
@@ -257,5 +317,11 @@ class LlmCritic:
             judge=self.judge,
         )
         messages: list[Message] = [{"role": "user", "content": prompt}]
-        completion = call_model(self.model, messages, sink=self.sink, role="critic", step=traj.current.steps)
+        constraint = critic_constraint(
+            self.constrain, report, traj, max_actions=self.max_actions, all_actions=self.all_actions
+        )
+        step = traj.current.steps
+        completion = call_model(
+            self.model, messages, sink=self.sink, role="critic", step=step, constraint=constraint
+        )
         return parse_critic_reply(completion.text)

@@ -29,7 +29,7 @@ from fastslow.events import CriticCall, CriticEffect, EventSink, StagnationRepor
 from fastslow.models import ChatModel
 from fastslow.reflection.config import CriticConfig
 from fastslow.reflection.critic.base import CriticBackend, MemoryFetch
-from fastslow.reflection.critic.llm import MOVE_PREFIXES, LlmCritic, critic_action_list
+from fastslow.reflection.critic.llm import MOVE_PREFIXES, LlmCritic, answerable
 from fastslow.reflection.critic.rules import RulesCritic
 
 
@@ -257,14 +257,11 @@ class Critic:
             self._judge(traj, effective=effective, reason="score_increase" if effective else "episode_end")
 
     def _filter(self, proposed: list[str], report: StagnationReport, traj: Trajectory) -> list[str]:
+        kept = set(answerable(report, traj, all_actions=self.config.prompt_actions == "all"))
         if self.config.prompt_actions == "all":
             # The authors keep the first answers that are in the list the prompt showed, as written.
-            listed = set(critic_action_list(traj))
-            return [a for a in proposed[: self.config.max_actions] if a in listed]
-        valid = set(traj.current.valid_actions)
-        avoid = set(report.avoid)
-        kept = [a for a in dict.fromkeys(proposed) if a in valid and a not in avoid]
-        return kept[: self.config.max_actions]
+            return [a for a in proposed[: self.config.max_actions] if a in kept]
+        return [a for a in dict.fromkeys(proposed) if a in kept][: self.config.max_actions]
 
     def _settle(self, traj: Trajectory) -> None:
         pending = self._pending
@@ -328,5 +325,6 @@ def make_critic(
             focus_budget=focus_budget,
             budget_tokens=config.prompt_budget_tokens,
             judge=judge,
+            constrain=config.constrain,
         )
     return Critic(config, backend, sink=sink)
