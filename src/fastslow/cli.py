@@ -390,7 +390,14 @@ def bench_step_cmd(
 
 @bench_app.command("llm")
 def bench_llm_cmd(
-    config: ConfigOpt = "oracle",
+    config: Annotated[
+        str,
+        typer.Option(
+            "--config",
+            "-c",
+            help="Config whose Sage (or Critic) model is timed, and whose Sage plays the round.",
+        ),
+    ] = "baseline",
     override: OverrideOpt = None,
     role: Annotated[str, typer.Option("--role", help="Which configured model: sage or critic.")] = "sage",
     prompt_words: Annotated[int, typer.Option("--prompt-words", help="Length of the long prompt.")] = 600,
@@ -399,15 +406,16 @@ def bench_llm_cmd(
         bool,
         typer.Option(
             "--sage-round/--no-sage-round",
-            help="Also time one Sage round (planning + grounding) on real prompts: cold, with prefix "
-            "reuse, from the response cache (minutes on the embedded model).",
+            help="Also time one Sage round of the config (planning + grounding) on a dev state: cold, "
+            "with prefix reuse, from the response cache (minutes on the embedded model).",
         ),
     ] = True,
 ) -> None:
     """Prompt-processing and generation tokens/s of the configured Sage (or Critic) model, and the
-    seconds of one Sage round, cold and with each kind of reuse."""
+    seconds of one Sage round of the config, cold and with each kind of reuse."""
+    from fastslow.bench.sage import bench_sage_round
     from fastslow.models import make_model
-    from fastslow.models.bench import bench_llm, bench_sage_round
+    from fastslow.models.bench import bench_llm
 
     cfg = _config(config, override)
     if role not in ("sage", "critic"):
@@ -423,16 +431,19 @@ def bench_llm_cmd(
     )
     summary = {k: v for k, v in result.items() if k != "calls"}
     if sage_round:
-        sage = bench_sage_round(model_cfg)
+        sage = bench_sage_round(cfg)
 
         def secs(value: float | None) -> str:
             return "-" if value is None else f"{value:.1f} s"
 
         console.print(
-            f"Sage round ({sage['profile']} prompts, {'+'.join(map(str, sage['prompt_tokens']))} prompt "
-            f"tok): cold {secs(sage['cold_s'])} | llama.cpp reuse {secs(sage['reuse_s'])} | "
-            f"{sage['prefix_states'] or 'kept'} prefix states {secs(sage['prefix_s'])} | response cache "
-            f"{secs(sage['cached_s'])}; same answers: {'yes' if sage['same_answers'] else 'no'}",
+            f"Sage round of {sage['config']} ({sage['profile']} prompts, constrain {sage['constrain']}, "
+            f"{'+'.join(map(str, sage['prompt_tokens']))} prompt tok, "
+            f"{'+'.join(map(str, sage['completion_tokens']))} answer tok, {sage['admitted']} of "
+            f"{sage['parsed']} parsed actions valid): cold {secs(sage['cold_s'])} | llama.cpp reuse "
+            f"{secs(sage['reuse_s'])} | {sage['prefix_states'] or 'kept'} prefix states "
+            f"{secs(sage['prefix_s'])} | response cache {secs(sage['cached_s'])}; same answers: "
+            f"{'yes' if sage['same_answers'] else 'no'}",
             highlight=False,
         )
         summary["sage_round"] = sage
