@@ -124,16 +124,16 @@ def test_unreachable_model_server_fails_before_any_episode(tmp_path: Path) -> No
 
 def test_eval_seeds_play_each_episode_once_per_seed(tmp_path: Path) -> None:
     out = tmp_path / "seeded"
-    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "7,13", "--limit-per-task", "1"]
+    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "7", "--limit-per-task", "1"]
     proc = fastslow(*args, "--seeds", "3-4", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     ids = sorted(p.stem for p in (out / "events").glob("*.jsonl"))
-    assert len(ids) == 4 and {i.rsplit("-", 1)[1] for i in ids} == {"s3", "s4"}
-    assert metrics["episodes"] == 4 and metrics["per_task"]["7"]["episodes"] == 2
+    assert len(ids) == 2 and {i.rsplit("-", 1)[1] for i in ids} == {"s3", "s4"}
+    assert metrics["episodes"] == 2 and metrics["per_task"]["7"]["episodes"] == 2
     seeds = metrics["seeds"]
     assert seeds["seeds"] == [3, 4] and seeds["per_seed"]["3"] == {
-        "episodes": 2,
+        "episodes": 1,
         "mean_score": 100.0,
         "mean_score_strict": 100.0,
         "success_rate": 1.0,

@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 import pytest
 from scienceworld import ScienceWorldEnv
@@ -65,30 +66,35 @@ def test_reward_is_score_delta(env: ScienceWorldAdapter) -> None:
         prev = r.score
 
 
-@pytest.mark.parametrize("java_helper", [True, False], ids=["java-helper", "py4j-fields"])
-def test_same_as_stock_wrapper(java_helper: bool) -> None:
+@pytest.fixture(scope="module")
+def stock() -> Iterator[ScienceWorldEnv]:
+    """One stock-wrapper JVM for the equivalence tests below, each comparing it with fresh adapter JVMs:
+    every comparison loads its task anew, and the tasks they use build alike whatever a JVM loaded
+    before."""
+    wrapper = ScienceWorldEnv("", envStepLimit=1000)
+    yield wrapper
+    wrapper.close()
+
+
+def test_same_as_stock_wrapper(stock: ScienceWorldEnv) -> None:
     """Env checker: observation, score, look, inventory and valid actions equal the stock wrapper's,
-    both with the Java helper and with the per-field py4j fallback."""
+    both with the Java helper and with the per-field py4j fallback (a fresh adapter JVM each)."""
     task = get_task(2)  # chemistry-mix: deterministic across JVMs
     variation = task.variations["train"][0]
-    env = ScienceWorldAdapter(java_helper=java_helper)
-    env.reset(task.task_id, variation)
-    assert env._jvm is not None and (env._jvm.fast is not None) == java_helper
-    stock = ScienceWorldEnv("", envStepLimit=1000)
-    try:
-        stock.load(task.name, variation, "easy")
-        obs, info = stock.reset()
-        r = env.reset(task.task_id, variation, gold=True)
-        assert (obs, info["valid"]) == (r.observation, list(r.valid_actions))
-        for action in env.gold_actions[:12]:
-            obs, _, _, info = stock.step(action)
-            r = env.step(action)
-            assert obs == r.observation and info["score"] == r.score
-            assert info["valid"] == list(r.valid_actions)
-            assert (info["look"], info["inv"], info["taskDesc"]) == (r.look, r.inventory, r.task_description)
-    finally:
-        stock.close()
-        env.close()
+    for java_helper in (True, False):
+        with ScienceWorldAdapter(java_helper=java_helper) as env:
+            r = env.reset(task.task_id, variation, gold=True)
+            assert env._jvm is not None and (env._jvm.fast is not None) == java_helper
+            stock.load(task.name, variation, "easy")
+            obs, info = stock.reset()
+            assert (obs, info["valid"]) == (r.observation, list(r.valid_actions)), java_helper
+            for action in env.gold_actions[:12]:
+                obs, _, _, info = stock.step(action)
+                r = env.step(action)
+                assert obs == r.observation and info["score"] == r.score, (java_helper, action)
+                assert info["valid"] == list(r.valid_actions), (java_helper, action)
+                seen = (info["look"], info["inv"], info["taskDesc"])
+                assert seen == (r.look, r.inventory, r.task_description), (java_helper, action)
 
 
 def test_gold_path_comes_whole_through_the_batched_reset(env: ScienceWorldAdapter) -> None:
@@ -102,12 +108,10 @@ def test_gold_path_comes_whole_through_the_batched_reset(env: ScienceWorldAdapte
     assert env.gold_actions == ()
 
 
-def test_reset_equals_the_stock_load_and_reset_on_many_tasks() -> None:
+def test_reset_equals_the_stock_load_and_reset_on_many_tasks(stock: ScienceWorldEnv) -> None:
     """Our reset skips the simulator's reset() after load() (it only loads again): the first state is
     the stock wrapper's load + reset for tasks that two JVMs build alike."""
-    env = ScienceWorldAdapter()
-    stock = ScienceWorldEnv("", envStepLimit=1000)
-    try:
+    with ScienceWorldAdapter() as env:
         for task_id in (0, 2, 17, 22):
             task = get_task(task_id)
             variation = task.variations["train"][0]
@@ -116,9 +120,6 @@ def test_reset_equals_the_stock_load_and_reset_on_many_tasks() -> None:
             r = env.reset(task_id, variation)
             assert (obs, info["valid"], info["score"]) == (r.observation, list(r.valid_actions), r.score)
             assert (info["look"], info["inv"], info["moves"]) == (r.look, r.inventory, r.moves)
-    finally:
-        stock.close()
-        env.close()
 
 
 def test_deterministic_reset(env: ScienceWorldAdapter) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,31 @@ def store_rows(path: Path) -> list[dict[str, object]]:
         return [json.loads(row[0]) for row in db.execute("SELECT data FROM memories ORDER BY rid")]
 
 
+NAMED = ["eval", "--config", "swift-amm", *SHORT, "-o", "env.step_limit=25"]
+"""A swift-amm run of the SHORT episode; ``-o amm.path=...`` names its store."""
+
+
+@pytest.fixture(scope="module")
+def named_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store named with ``amm.path`` and written by one real run (NAMED): the first run of the
+    named-store test, and the seed the broken-store tests each copy before breaking it."""
+    store = tmp_path_factory.mktemp("named") / "shared.sqlite"
+    first = fastslow(*NAMED, "-o", f"amm.path={store}", "--out", str(store.parent / "a"))
+    assert first.returncode == 0, first.stderr
+    return store
+
+
+ORACLE_7_13 = ["eval", "--config", "oracle", "--set", "test", "--tasks", "7,13", "--limit-per-task", "1"]
+
+
+@pytest.fixture(scope="module")
+def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished oracle eval (ORACLE_7_13); the tests that change it work on a copy."""
+    out = tmp_path_factory.mktemp("oracle") / "d"
+    assert fastslow(*ORACLE_7_13, "--out", str(out)).returncode == 0
+    return out
+
+
 # -- a memory store per run ----------------------------------------------------------------------------
 
 
@@ -95,13 +122,10 @@ def test_two_default_amm_runs_share_no_record(tmp_path: Path) -> None:
     )
 
 
-def test_a_named_store_is_shared_on_purpose_and_its_size_recorded(tmp_path: Path) -> None:
-    store = tmp_path / "shared.sqlite"
-    base = ["eval", "--config", "swift-amm", *SHORT, "-o", "env.step_limit=25", "-o", f"amm.path={store}"]
-    first = fastslow(*base, "--out", str(tmp_path / "a"))
-    assert first.returncode == 0, first.stderr
-    n = len(store_rows(store))
-    second = fastslow(*base, "--out", str(tmp_path / "b"))
+def test_a_named_store_is_shared_on_purpose_and_its_size_recorded(tmp_path: Path, named_store: Path) -> None:
+    """A second run naming the store the fixture's run wrote (the same command, another --out)."""
+    n = len(store_rows(named_store))
+    second = fastslow(*NAMED, "-o", f"amm.path={named_store}", "--out", str(tmp_path / "b"))
     assert second.returncode == 0, second.stderr
     record = json.loads((tmp_path / "b" / "run.json").read_text())
     assert record["store"]["per_run"] is False and record["starts"][0]["store_records"] == n
@@ -150,9 +174,9 @@ def test_a_reused_out_dir_refuses_another_config_overrides_or_selection(tmp_path
     assert sorted(p.name for p in (out / "events").glob("*.jsonl")) == [f"{FIRST_13.episode_id}.jsonl"]
 
 
-def test_run_refuses_an_eval_directory(tmp_path: Path) -> None:
+def test_run_refuses_an_eval_directory(tmp_path: Path, oracle_run: Path) -> None:
     out = tmp_path / "d"
-    assert fastslow("eval", "--config", "oracle", *SHORT, "--out", str(out)).returncode == 0
+    shutil.copytree(oracle_run, out)  # an eval's directory, holding the log of FIRST_13
     before = snapshot(out)
     proc = fastslow(
         "run", "--config", "oracle", "--task", "13", "--variation", str(FIRST_13.variation), "--out", str(out)
@@ -211,6 +235,9 @@ def test_a_directory_without_run_record_is_refused(tmp_path: Path) -> None:
 def test_a_second_eval_into_a_directory_in_use_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "d"
     args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "0-4", "--limit-per-task", "1"]
+    # 3 steps an episode: the holder still loads five tasks (its lock is held for seconds), and the
+    # resume below plays them without their long gold paths
+    args += ["-o", "env.step_limit=3"]
     first = subprocess.Popen(
         [*FASTSLOW, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -290,8 +317,9 @@ def test_kill_9_of_eval_leaves_no_worker_or_jvm(tmp_path: Path) -> None:
     family = _descendants(parent.pid)
     parent.send_signal(signal.SIGKILL)  # only the parent: its workers must notice on their own
     parent.wait(timeout=30)
-    time.sleep(10)
-    survivors = [p for p in family if _alive(p)]
+    deadline = time.monotonic() + 10  # all of them gone within 10 s; polled, not slept through
+    while (survivors := [p for p in family if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not survivors, f"orphans 10 s after kill -9: {survivors}"
     logs_then = len(list((out / "events").glob("*.jsonl")))
     time.sleep(2)
@@ -322,10 +350,10 @@ def test_a_replayed_episode_leaves_no_records_of_its_killed_attempt(tmp_path: Pa
 # -- logs and disks that fail ------------------------------------------------------------------------------
 
 
-def test_a_corrupted_event_log_is_named_and_replayed_on_resume(tmp_path: Path) -> None:
+def test_a_corrupted_event_log_is_named_and_replayed_on_resume(tmp_path: Path, oracle_run: Path) -> None:
     out = tmp_path / "d"
-    args = ["eval", "--config", "oracle", "--set", "test", "--tasks", "7,13", "--limit-per-task", "1"]
-    assert fastslow(*args, "--out", str(out)).returncode == 0
+    shutil.copytree(oracle_run, out)  # a finished run of ORACLE_7_13
+    args = ORACLE_7_13
     log = out / "events" / f"{FIRST_13.episode_id}.jsonl"
     lines = log.read_text().splitlines(keepends=True)
     lines[2] = '{"event": "env_step", "step": "garbage"}\n'
@@ -360,13 +388,14 @@ def test_a_full_disk_is_one_line_and_the_logs_stay(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cut", ["page", "writes"])
-def test_a_broken_memory_store_is_counted_and_told_once(tmp_path: Path, cut: str) -> None:
+def test_a_broken_memory_store_is_counted_and_told_once(tmp_path: Path, cut: str, named_store: Path) -> None:
     """A store that fails (corrupted pages) turns writes into fallbacks: counted in metrics.json,
     printed once on the console with SQLite's own reason, warned about in the report."""
     store = tmp_path / "broken.sqlite"
     config_args = ["-o", "env.step_limit=25", "-o", f"amm.path={store}"]
-    seed = fastslow("eval", "--config", "swift-amm", *SHORT, *config_args, "--out", str(tmp_path / "seed"))
-    assert seed.returncode == 0, seed.stderr
+    # the seed: a copy of the store a real swift-amm run wrote (SQLite's backup: a consistent copy)
+    with closing(sqlite3.connect(named_store)) as seeded, closing(sqlite3.connect(store)) as copy:
+        seeded.backup(copy)
     with sqlite3.connect(store) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         if cut == "writes":  # SQLite itself refuses every insert, as a full disk would

@@ -310,14 +310,17 @@ def test_restart_deletes_only_what_run_json_lists(tmp_path: Path, capsys: pytest
 # -- real runs ----------------------------------------------------------------------------------------
 
 
-def test_restart_of_a_real_run_keeps_the_users_files(tmp_path: Path) -> None:
+def test_restart_of_a_real_run_keeps_the_users_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A real run, a report of it, a user's files placed beside its logs; ``--restart`` with another
     config deletes the run's logs, metrics, report and own store and nothing of the user's. A report of
-    that run written into a directory of user files changes none of them."""
+    that run written into a directory of user files changes none of them. (The runs are subprocesses;
+    the reports, which only read the run, run in this process.)"""
     d = tmp_path / "d"
     first = fastslow("eval", "--config", "swift-amm", *SHORT, "--out", str(d))
     assert first.returncode == 0, first.stderr
-    assert fastslow("report", str(d)).returncode == 0
+    assert cli("report", str(d), capsys=capsys)[0] == 0
     mine = {
         "events/notes.jsonl": b"precious\n",
         "events/failed/mine.txt": b"kept aside by me\n",
@@ -332,17 +335,17 @@ def test_restart_of_a_real_run_keeps_the_users_files(tmp_path: Path) -> None:
     # a report of the run into a directory of someone else's files touches none of them
     u = user_dir(tmp_path / "u")
     user_before = {k: v for k, v in tree(u).items()}
-    fastslow("report", str(d), "--out", str(u))
+    cli("report", str(d), "--out", str(u), capsys=capsys)
     after = tree(u)
     assert {k: after.get(k) for k in user_before} == user_before
     # a user's file under a report file's name, in a folder no fastslow report wrote: refused, kept
     c = tmp_path / "c"
     c.mkdir()
     (c / "main.csv").write_bytes(b"my table\n")
-    clash = fastslow("report", str(d), "--out", str(c))
-    assert clash.returncode == 2 and "holds main.csv but no fastslow report" in clash.stderr
+    code, err = cli("report", str(d), "--out", str(c), capsys=capsys)
+    assert code == 2 and "holds main.csv but no fastslow report" in err
     assert tree(c) == {"main.csv": b"my table\n"}
-    assert fastslow("report", str(d), "--out", str(u)).returncode == 0  # over its own earlier report
+    assert cli("report", str(d), "--out", str(u), capsys=capsys)[0] == 0  # over its own earlier report
 
     restarted = fastslow("eval", "--config", "swift-srm", *SHORT, "--restart", "--out", str(d))
     assert restarted.returncode == 0, restarted.stderr

@@ -53,8 +53,9 @@ def test_paper_full_through_the_openai_backend_and_a_t5_swift(vllm_stand_in: str
     # random T5 may hit a valid action and leave Sage out.
     overrides += ["amm.retrieval.t1_on_forced=false", "amm.retrieval.t1_settles=false"]
     overrides.append("amm.retrieval.t1_inject=false")
-    # The stand-in is SmolLM2 on CPU: the authors' 2048 / 3072 reply caps would take minutes a call.
-    overrides += ["controller.sage.plan_max_tokens=96", "controller.sage.ground_max_tokens=96"]
+    # The stand-in is SmolLM2 on CPU: the authors' 2048 / 3072 reply caps would take minutes a call; the
+    # wiring needs a reply, not a plan, so 16 tokens each (the prompts, ~850 tokens, are the rest).
+    overrides += ["controller.sage.plan_max_tokens=16", "controller.sage.ground_max_tokens=16"]
     for role in ("sage", "critic"):
         overrides += [f"{role}.model.base_url={vllm_stand_in}", f"{role}.model.model={SERVED_MODEL}"]
     config = load_config("paper-full", overrides)

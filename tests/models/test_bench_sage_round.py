@@ -25,9 +25,7 @@ def test_the_rounds_are_two_states_of_a_dev_episode_one_action_apart() -> None:
 
 def test_a_server_round_has_no_cold_or_prefix_figure_and_the_cache_answers_it() -> None:
     config = load_config("baseline")
-    scripted = ModelConfig(
-        kind="scripted", replies=["Action 1: SEE() --> a room"], cycle=True
-    )
+    scripted = ModelConfig(kind="scripted", replies=["Action 1: SEE() --> a room"], cycle=True)
     config = config.model_copy(update={"sage": config.sage.model_copy(update={"model": scripted})})
     sink = ListSink()
     result = bench_sage_round(config, sink=sink)

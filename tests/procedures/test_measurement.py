@@ -20,7 +20,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import focus_head, resolve_focus_target
 from fastslow.env.tasks import get_task
 from fastslow.procedures.focus import TaskFocusRules
-from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, build_substances, spread_variations
+from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, spread_variations
 from fastslow.procedures.logic import TaskLogic
 from fastslow.procedures.tasks import (
     known_melting_bounds,
@@ -188,12 +188,28 @@ def test_no_box_before_the_thermometer_and_the_subject(env: ScienceWorldAdapter)
     assert _judgement(logic, current, info.name) == "focus on lead"  # the task's next focus
 
 
-def test_the_shipped_knowledge_is_what_the_command_makes_from_train_paths() -> None:
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``fastslow data substances --tasks 20 --per-task 2`` run once: (the process, the file it wrote).
+    The command writes what ``build_substances`` returns."""
+    out = tmp_path_factory.mktemp("substances") / "substances.json"
+    cmd = [sys.executable, "-m", "fastslow.cli", "data", "substances", "--out", str(out)]
+    done = subprocess.run(
+        [*cmd, "--tasks", "20", "--per-task", "2"], capture_output=True, text=True, timeout=600
+    )
+    return done, out
+
+
+def test_the_shipped_knowledge_is_what_the_command_makes_from_train_paths(
+    made: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
     """``fastslow data substances`` replays train variations only; two of each melting-point task
     already show lead melting (plain lead is solid), as the shipped file says."""
     for task in KNOWLEDGE_TASKS:
         assert set(spread_variations(task)) <= set(get_task(task).variations["train"])
-    built = build_substances((20,), per_task=2)
+    done, out = made
+    assert done.returncode == 0, done.stderr
+    built = json.loads(out.read_text(encoding="utf-8"))  # build_substances((20,), per_task=2)
     assert built["split"] == "train"
     shipped = json.loads(substances_path().read_text(encoding="utf-8"))
     assert shipped["split"] == "train" and shipped["scienceworld_version"] == built["scienceworld_version"]
@@ -204,19 +220,19 @@ def test_the_shipped_knowledge_is_what_the_command_makes_from_train_paths() -> N
     assert low < 327.5 <= high  # lead melts at 327.5 C
 
 
-def test_the_command_writes_its_file_and_refuses_bad_input(tmp_path: Path) -> None:
+def test_the_command_writes_its_file_and_refuses_bad_input(
+    tmp_path: Path, made: tuple[subprocess.CompletedProcess[str], Path]
+) -> None:
     out = tmp_path / "substances.json"
     base = [sys.executable, "-m", "fastslow.cli", "data", "substances", "--out", str(out)]
     bad = subprocess.run([*base, "--per-task", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and not out.exists()
     assert len(bad.stderr.strip().splitlines()) == 1 and "--per-task" in bad.stderr
-    done = subprocess.run(
-        [*base, "--tasks", "20", "--per-task", "1"], capture_output=True, text=True, timeout=600
-    )
+    done, written = made  # the same command with good input (--tasks 20 --per-task 2)
     assert done.returncode == 0, done.stderr
-    made = json.loads(out.read_text(encoding="utf-8"))
-    assert made["split"] == "train" and made["tasks"] == [20] and made["per_task"] == 1
-    assert json.loads(done.stdout.strip().splitlines()[-1])["substances"] == len(made["substances"])
+    data = json.loads(written.read_text(encoding="utf-8"))
+    assert data["split"] == "train" and data["tasks"] == [20] and data["per_task"] == 2
+    assert json.loads(done.stdout.strip().splitlines()[-1])["substances"] == len(data["substances"])
 
 
 def test_a_decided_box_out_of_reach_is_gone_to(env: ScienceWorldAdapter) -> None:
