@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from loopback_servers import Answer, CannedServer, completion_json
 
-from fastslow.cli import main
 from fastslow.events import EpisodeEnd, ModelCall, read_events
 
 
@@ -68,7 +67,13 @@ def test_failed_model_calls_are_counted_and_told(
     console = " ".join(proc.stdout.split())
     for role in by_role:  # once per role, however many calls of that role failed
         assert console.count(f"warning: {role} model call failed") == 1, proc.stdout
-    main(["report", str(out)])  # in this process: the report only reads the run
+    report = subprocess.run(
+        [sys.executable, "-m", "fastslow.cli", "report", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert report.returncode == 0, report.stderr
     assert f"{len(failed)} of {len(failed)} model calls failed" in (out / "report" / "report.md").read_text()
 
 
