@@ -101,10 +101,9 @@ lint: install-dev
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Two pytest workers: most tests wait on a JVM or a subprocess, so both cores stay busy (tests/conftest.py
-# starts the longest modules first; loadgroup keeps the viewer tests on one worker).
+# Two pytest workers: most tests wait on a JVM or a subprocess, so both cores stay busy.
 test: lint
-	$(VENV)/bin/pytest -q -m "not slow" -n 2 --dist loadgroup
+	$(VENV)/bin/pytest -q -m "not slow" -n 2
 
 test-slow: install-dev
 	$(VENV)/bin/pytest -q -m slow

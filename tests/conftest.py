@@ -73,13 +73,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leftover:
         session.exitstatus = 1
         print(f"\nERROR: ScienceWorld JVMs survived the test suite: {leftover}")
-
-
-LONGEST_FIRST = ("tests/test_viewer.py", "tests/integration/test_paper_path.py", "tests/test_ray.py")
-"""Modules whose tests take longest (the viewer's fixture plays an LLM run and a fast one). On two xdist
-workers (``make test``) the run ends when its last long test does, so these start first; the viewer's
-tests share one worker (``xdist_group``), so its module fixture is built once."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)  # stable: order kept

@@ -52,8 +52,6 @@ def retrieving(events_dir: Path) -> str:
     )
 
 
-pytestmark = pytest.mark.xdist_group("viewer")  # one worker builds the module fixtures once
-
 SMALL_LLM = [
     "controller.sage.plan_max_tokens=16",
     "controller.sage.ground_max_tokens=16",
