@@ -49,6 +49,36 @@ def scienceworld_jvms() -> set[int]:
 
 _JVMS_BEFORE: set[int] = set()
 
+SHARED_FIXTURE_MODULES = frozenset(
+    {
+        "tests/test_viewer.py",  # two real runs, ~90 s
+        "tests/test_viewer_server.py",
+        "tests/test_step_sources.py",
+        "tests/procedures/test_measurement.py",
+        "tests/swift/test_t5_format.py",
+    }
+)
+"""Modules whose module-scoped fixtures cost seconds to minutes: under ``pytest -n`` each is sent to
+one worker as a whole. Split over two workers, each would build the fixtures, and a worker tears a
+module's fixtures down whenever its next test comes from another module (xdist's ``load``)."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """xdist's ``load`` scheduling, except that each of ``SHARED_FIXTURE_MODULES`` is one unit of work
+    (pytest-xdist's own ``loadgroup`` marks do not group under pytest 9). Other ``--dist`` modes are
+    left as they are."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureModules(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in SHARED_FIXTURE_MODULES else nodeid
+
+    return SharedFixtureModules(config, log)
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _JVMS_BEFORE.update(scienceworld_jvms())
