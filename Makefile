@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (see README):
 #   make demo   - create .venv, install fastslow, run the fast pathway's full system on every task, then
-#                 the embedded LLM's full system on 2 short episodes, then the report and viewer
+#                 the embedded LLM's constrained full system on 2 short episodes, then the report and viewer
 #   make test   - same install plus dev tools, then ruff, mypy, import-linter and pytest (what .ci/run calls)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -45,8 +45,9 @@ install-dev: $(DEV_STAMP)
 #     AMM warmed up on the 60 warm-up episodes) on one
 #     test variation of every task: needs fastslow only, so it runs while the embedded LLM builds
 #     (llama-cpp-python from source, in the background; log in $(DEMO_OUT)/install-llm.log);
-#  2. the full system with the embedded LLM as Sage and Critic on two short test episodes (12 steps:
-#     on CPU every Sage round costs about a minute);
+#  2. the full system with the embedded LLM as Sage and Critic, constrained to valid actions with prompts
+#     sized for a laptop (constrained/full: a Sage round takes ~20 s), on two short test episodes (20
+#     steps); chosen on dev episodes of the same tasks, where Sage's actions execute and Gate-1 drops some;
 #  3. one report over both (tables, figures and the trajectory viewer as a static page), and the
 #     command that serves the viewer over the same runs. Rerunning resumes (finished episodes are skipped).
 DEMO_OUT ?= runs/demo
@@ -58,8 +59,8 @@ demo: $(BASE_STAMP)
 	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast --out $(DEMO_OUT)/fast-report && \
 	echo "waiting for the embedded LLM's build to finish (log: $(DEMO_OUT)/install-llm.log)" && \
 	wait $$build || { echo "the embedded LLM did not install: see $(DEMO_OUT)/install-llm.log"; exit 1; }
-	$(VENV)/bin/fastslow eval --config full --set test --tasks 17,25 --limit-per-task 1 --workers 2 \
-		-o env.step_limit=12 --warmup --warmup-config swift-amm --out $(DEMO_OUT)/llm
+	$(VENV)/bin/fastslow eval --config constrained/full --set test --tasks 17,25 --limit-per-task 1 \
+		--workers 2 -o env.step_limit=20 --warmup --warmup-config swift-amm --out $(DEMO_OUT)/llm
 	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast $(DEMO_OUT)/llm --out $(DEMO_OUT)/report
 	@echo "Open $(DEMO_OUT)/report/report.html, or serve the viewer over every episode:"
 	@echo "  $(VENV)/bin/fastslow view $(DEMO_OUT)/fast $(DEMO_OUT)/llm   (then http://127.0.0.1:8765/)"

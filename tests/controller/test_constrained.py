@@ -277,15 +277,35 @@ def test_a_valid_round_of_the_embedded_model_plans_actions_the_resolver_admits(
 # -- the shipped configurations --------------------------------------------------------------------------
 
 
+LAPTOP_SAGE = {
+    "constrain": "valid",
+    "prompt": "swiftsage",
+    "history_turns": 3,
+    "max_look_chars": 100,
+    "max_failures": 2,
+    "plan_max_tokens": 50,
+    "ground_max_tokens": 64,
+}
+"""What the constrained configurations change in ``controller.sage`` (docs/controller.md)."""
+
+
 @pytest.mark.parametrize("name", ["baseline", "amm", "srm", "full"])
-def test_constrained_configs_differ_from_theirs_only_in_the_switches(name: str) -> None:
+def test_constrained_configs_differ_from_theirs_only_in_the_switches_and_the_sizes(name: str) -> None:
     constrained, plain = load_config(f"constrained/{name}"), load_config(name)
-    assert (constrained.controller.sage.constrain, constrained.critic.constrain) == ("valid", "valid")
+    assert constrained.critic.constrain == "valid"
     assert constrained.name == f"constrained-{name}" and constrained.description
     a, b = constrained.model_dump(), plain.model_dump()
+    assert {k: a["controller"]["sage"][k] for k in LAPTOP_SAGE} == LAPTOP_SAGE
+    llm_critic = plain.srm.enabled and plain.srm.critic.enabled and plain.critic.kind == "llm"
+    if llm_critic:  # the Critic's prompt and answer sized too where it is called
+        assert (a["critic"]["prompt_budget_tokens"], a["critic"]["model"]["max_tokens"]) == (1000, 128)
     for dump in (a, b):
-        dump["controller"]["sage"].pop("constrain")
+        for key in LAPTOP_SAGE:
+            dump["controller"]["sage"].pop(key)
         dump["critic"].pop("constrain")
+        if llm_critic:
+            dump["critic"].pop("prompt_budget_tokens")
+            dump["critic"]["model"].pop("max_tokens")
         dump.pop("name")
         dump.pop("description")
     assert a == b
