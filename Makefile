@@ -64,6 +64,7 @@ demo: $(BASE_STAMP)
 	$(VENV)/bin/fastslow report $(DEMO_OUT)/fast $(DEMO_OUT)/llm --out $(DEMO_OUT)/report
 	@echo "Open $(DEMO_OUT)/report/report.html, or serve the viewer over every episode:"
 	@echo "  $(VENV)/bin/fastslow view $(DEMO_OUT)/fast $(DEMO_OUT)/llm   (then http://127.0.0.1:8765/)"
+	@echo "  the LLM run's episodes with steps from Sage: http://127.0.0.1:8765/#/run/1/episodes?from=sage"
 
 # The paper's four configurations on the 271 test episodes with the paper's models (configs/paper*.yaml):
 # needs vLLM serving Qwen2.5-7B-Instruct-1M on 127.0.0.1:8000 and the Flan-T5 Swift at models/swift_sw
