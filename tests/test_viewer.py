@@ -1,15 +1,14 @@
 """`fastslow view` driven in real headless Chromium over real runs made here.
 
-Two runs: the fast pathway's swift-amm-srm (Gate-1, and AMM with a store warmed up on task 4's warm-up
-episodes; 30 steps at most) on the first test variation of boil and of task 4 and on two episodes chosen
-for ending at -100 (one of them, 21-0228, succeeds since Gate-1 judges focus objects: the test reads the
-outcomes from the logs), and +SRM with the embedded SmolLM2 as Sage (7 steps, one Sage round on
-SwiftSage's shorter prompts, replies capped at 16 tokens to keep the test short; the model calls are
-real) on the same boil episode. The test filters to the -100 episodes, opens one, expands a Gate-1
-event, opens a model call of the LLM run, and compares the boil episode across the runs: the
-first-divergence marker must sit on the first step whose actions differ in the two logs. A copy of the
-runs with markup written into an observation, a prompt and a memory record checks that every text is
-shown as text.
+Two runs, on dev episodes: the fast pathway's expert-amm-srm (Gate-1, and AMM with a store warmed up on
+task 4's warm-up episodes; 30 steps at most) on the first dev variation of boil and of task 4 and on two
+episodes chosen for ending at -100 (the test reads the outcomes from the logs), and +SRM with the
+embedded SmolLM2 as Sage (7 steps, one Sage round on SwiftSage's shorter prompts, replies capped at 16
+tokens to keep the test short; the model calls are real) on the same boil episode. The test filters to
+the -100 episodes, opens one, expands a Gate-1 event, opens a model call of the LLM run, and compares the
+boil episode across the runs: the first-divergence marker must sit on the first step whose actions
+differ in the two logs. A copy of the runs with markup written into an observation, a prompt and a
+memory record checks that every text is shown as text.
 """
 
 from __future__ import annotations
@@ -38,10 +37,10 @@ if shutil.which("chromedriver") is None or shutil.which("chromium") is None:
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
-BOIL = "00-0021"
-FAILING = select_episodes("test", tasks="21,23", variations="228,90")
-"""Test episodes swift-amm-srm ended at -100 within 8 steps (a melting point read wrong, a wrong plant);
-the test finds the -100 endings in the logs."""
+BOIL = "00-0014"
+FAILING = select_episodes("dev", tasks="23", variations="60,63")
+"""Dev episodes expert-amm-srm ended at -100 within 8 steps (a wrong plant focused on; 4 of task 23's 10
+dev variations end so); the test finds the -100 endings in the logs."""
 
 
 def retrieving(events_dir: Path) -> str:
@@ -75,13 +74,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     fast = root / "fast"
     evaluate(
         load_config("expert-amm-srm", ["env.step_limit=30"]),  # the first 30 steps show every mechanism
-        [*select_episodes("test", tasks="0,4", limit_per_task=1), *FAILING],
+        [*select_episodes("dev", tasks="0,4", limit_per_task=1), *FAILING],
         fast,
         warmup=True,
         warmup_episodes=select_episodes("warmup", tasks="4"),
     )
     llm = root / "llm"
-    evaluate(load_config("srm", SMALL_LLM), select_episodes("test", tasks="0", limit_per_task=1), llm)
+    evaluate(load_config("srm", SMALL_LLM), select_episodes("dev", tasks="0", limit_per_task=1), llm)
     return {"fast": fast, "llm": llm}
 
 
