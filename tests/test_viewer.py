@@ -3,12 +3,12 @@
 Two runs, on dev episodes: the fast pathway's expert-amm-srm (Gate-1, and AMM with a store warmed up on
 task 4's warm-up episodes; 30 steps at most) on the first dev variation of boil and of task 4 and on two
 episodes chosen for ending at -100 (the test reads the outcomes from the logs), and +SRM with the
-embedded SmolLM2 as Sage (7 steps, one Sage round on SwiftSage's shorter prompts, replies capped at 16
-tokens to keep the test short; the model calls are real) on the same boil episode. The test filters to
-the -100 episodes, opens one, expands a Gate-1 event, opens a model call of the LLM run, and compares the
-boil episode across the runs: the first-divergence marker must sit on the first step whose actions
-differ in the two logs. A copy of the runs with markup written into an observation, a prompt and a
-memory record checks that every text is shown as text.
+embedded SmolLM2 as Sage and Critic (7 steps: one Sage round on SwiftSage's shorter prompts and one
+Critic call, replies capped at 16 tokens to keep the test short; the model calls are real) on the same
+boil episode. The test filters to the -100 episodes, opens one, expands a Gate-1 event, opens a model
+call of the LLM run, and compares the boil episode across the runs: the first-divergence marker must sit
+on the first step whose actions differ in the two logs. A copy of the runs with markup written into an
+observation, a prompt and a memory record checks that every text is shown as text.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ SMALL_LLM = [
     "controller.sage.prompt_budget_tokens=600",
     "critic.model.max_tokens=16",
     "critic.prompt_budget_tokens=600",
-    "env.step_limit=7",  # a Sage round at step 6; the run ends before the Critic is called
+    "env.step_limit=7",  # a Sage round at step 6, a Critic call at step 7
 ]
 MARKUP = '<!--<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"><b>bold</b> &amp;'
 
