@@ -298,7 +298,7 @@ def test_constrained_configs_differ_from_theirs_only_in_the_switches_and_the_siz
     assert {k: a["controller"]["sage"][k] for k in LAPTOP_SAGE} == LAPTOP_SAGE
     llm_critic = plain.srm.enabled and plain.srm.critic.enabled and plain.critic.kind == "llm"
     if llm_critic:  # the Critic's prompt and answer sized too where it is called
-        assert (a["critic"]["prompt_budget_tokens"], a["critic"]["model"]["max_tokens"]) == (1000, 128)
+        assert (a["critic"]["prompt_budget_tokens"], a["critic"]["model"]["max_tokens"]) == (1000, 192)
     for dump in (a, b):
         for key in LAPTOP_SAGE:
             dump["controller"]["sage"].pop(key)
