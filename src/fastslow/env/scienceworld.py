@@ -108,6 +108,11 @@ class _Jvm:
 
         jar = _jar_path()
         helper_dir = _java_helper_dir() if java_helper else None
+        # The JVM's default options, on purpose: ScienceWorld orders ambiguity options (and other object
+        # lists) by the JVM's identity hash codes, and any option that changes class loading or the JIT
+        # reorders them (a class-data archive, -XX:TieredStopAtLevel=1, even -Xshare:off put the bowl's
+        # orange first in `move orange to table` of boil variation 0; the default puts the carried one
+        # first). Runs stay comparable only on the same JVM and options.
         port, proc = launch_gateway(
             classpath=jar if helper_dir is None else f"{jar}{os.pathsep}{helper_dir}",
             die_on_exit=True,
