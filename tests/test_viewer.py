@@ -177,6 +177,23 @@ def outcome(run: Path, episode: str) -> tuple[str, int]:
     return episode_outcome(end["end"], end["final_score"], best), max(best, end["final_score"], 0)
 
 
+def test_the_llm_runs_system2_counters_are_its_logs(runs: dict[str, Path]) -> None:
+    """metrics.json's Sage-round and Critic-answer counters (issue #30's parse rate) agree with the real
+    SmolLM2 run's log (here, beside the viewer: the only run of both in the default tests)."""
+    usage = json.loads((runs["llm"] / "metrics.json").read_text())["usage"]
+    logged = events(runs["llm"] / "events" / f"{BOIL}.jsonl")
+    rounds = [e for e in logged if e["event"] == "sage_call" and e["error"] is None]
+    answers = [e for e in logged if e["event"] == "critic_call" and e["kind"] == "llm"]
+    assert rounds and answers, "the 7 steps no longer hold a Sage round and a Critic call"
+    assert usage["sage_rounds"] == len(rounds)
+    assert usage["sage_rounds_with_actions"] == sum(bool(e["actions"]) for e in rounds)
+    replied = [e for e in answers if e["error"] is None or e["error"].startswith("no ")]
+    assert usage["critic_answers"] == len(replied)
+    assert usage["critic_answers_with_actions"] == sum(bool(e["actions"]) for e in replied)
+    acting = usage["sage_rounds_with_actions"] + usage["critic_answers_with_actions"]
+    assert usage["system2_action_rate"] == round(acting / (len(rounds) + len(replied)), 4)
+
+
 def test_memory_retrievals_show_their_records(
     runs: dict[str, Path], server: ViewerServer, driver: Any
 ) -> None:

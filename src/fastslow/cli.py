@@ -699,6 +699,37 @@ def train_swift_cmd(
     print(json.dumps(report))
 
 
+@train_app.command("swift-rerank")
+def train_swift_rerank_cmd(
+    data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
+    weights: Annotated[
+        Path,
+        typer.Option("--weights", help="Linear weights from `fastslow train swift --holdout-every N`."),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Reranker file to write (JSON).")],
+    depth: Annotated[int, typer.Option("--depth", help="Linear top candidates it re-orders.")] = 30,
+    rounds: Annotated[int, typer.Option("--rounds", help="Most boosting rounds.")] = 400,
+) -> None:
+    """Fit the LightGBM reranker on the episodes the linear weights held out (extra `rank`)."""
+    from fastslow.swift.imitation import SwiftWeights
+    from fastslow.swift.rerank import RerankSettings, sha256_of, train_rerank
+
+    if depth < 2 or rounds < 1:
+        raise UsageError("--depth must be at least 2 and --rounds at least 1")
+    linear = SwiftWeights.load(weights)
+    reranker, report = train_rerank(
+        data,
+        linear,
+        sha256_of(weights),
+        RerankSettings(depth=depth, rounds=rounds),
+        progress=lambda s: console.print(s, highlight=False),
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    reranker.save(out)
+    console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    print(json.dumps(report))
+
+
 @train_app.command("swift-t5")
 def train_swift_t5_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],

@@ -39,6 +39,11 @@ CriticKind = Literal["llm", "rules"]
 """The SRM Critic's backends (paper §3.2: the LLM Critic; the fast pathway's deterministic rules)."""
 CRITIC_KINDS: tuple[CriticKind, ...] = get_args(CriticKind)
 
+CRITIC_NO_ACTIONS = "no actions in the answer"
+CRITIC_NO_VALID_ACTIONS = "no valid actions in the answer"
+"""A Critic call's ``error`` when its model answered but the answer held no action / no valid one (any
+other error is the model call's own)."""
+
 CriticEffectReason = Literal["score_increase", "no_progress_in_window", "no_actions", "episode_end"]
 """How a Critic call's effect was decided (``reflection.critic``)."""
 CRITIC_EFFECT_REASONS: tuple[CriticEffectReason, ...] = get_args(CriticEffectReason)

@@ -203,4 +203,9 @@ def test_controller_usage_counters_from_the_log(play: Play) -> None:
     assert usage["system2_calls_per_episode"] == len(run.of("sage_call"))
     tokens = sum(m.prompt_tokens + m.completion_tokens for m in run.of("model_call"))
     assert tokens > 0 and usage["llm_tokens_per_action"] == round(tokens / 4, 2)
+    # every round got a reply and grounded its plan: the parse rate of issue #30 is 1
+    rounds = run.of("sage_call")
+    assert rounds and all(r.error is None and r.actions for r in rounds)
+    assert usage["sage_rounds"] == usage["sage_rounds_with_actions"] == len(rounds)
+    assert usage["critic_answers"] == 0 and usage["system2_action_rate"] == 1.0
     assert controller_usage([run.events[:-1]])["episodes"] == 0  # unfinished episodes are ignored

@@ -259,10 +259,15 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     - ``model_cache_hits`` (by role): calls the run's response cache answered (``cached``: the same
       temperature-0 request was answered before, ``models.cache``); they are not model work, so not in
       ``model_calls``, the tokens or the seconds above (a Critic call still counts as a System-2 call:
-      the agent asked for it); ``model_cache_hit_rate`` = hits / (hits + ``model_calls``).
+      the agent asked for it); ``model_cache_hit_rate`` = hits / (hits + ``model_calls``);
+    - ``sage_rounds`` / ``sage_rounds_with_actions``: Sage rounds that got a reply, and those that grounded
+      at least one action onto the valid list; ``critic_answers`` / ``critic_answers_with_actions``: the
+      same for the LLM Critic (a call whose model failed is neither); ``system2_action_rate``: both
+      ``with_actions`` over both totals (issue #30's parse rate).
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
     n_eps = steps = system2 = tokens = calls = 0
+    rounds = rounds_acting = answers = answers_acting = 0
     by_source: dict[str, int] = dict.fromkeys(vocab.STEP_SOURCES, 0)
     errors: dict[str, int] = defaultdict(int)
     skipped: dict[str, int] = defaultdict(int)
@@ -279,6 +284,13 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
                 by_source[e.source] += 1
             elif isinstance(e, SageCall):
                 system2 += 1
+                if e.error is None:
+                    rounds += 1
+                    rounds_acting += bool(e.actions)
+            elif isinstance(e, CriticCall) and e.kind == "llm":
+                if e.error in (None, vocab.CRITIC_NO_ACTIONS, vocab.CRITIC_NO_VALID_ACTIONS):
+                    answers += 1
+                    answers_acting += bool(e.actions)
             elif isinstance(e, ModelCall) and e.skipped:
                 skipped[e.role] += 1
             elif isinstance(e, ModelCall) and e.cached:
@@ -310,6 +322,13 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "model_cache_hits_by_role": dict(sorted(hits.items())),
         "model_cache_hit_rate": (
             round(sum(hits.values()) / (sum(hits.values()) + calls), 4) if hits or calls else None
+        ),
+        "sage_rounds": rounds,
+        "sage_rounds_with_actions": rounds_acting,
+        "critic_answers": answers,
+        "critic_answers_with_actions": answers_acting,
+        "system2_action_rate": (
+            round((rounds_acting + answers_acting) / (rounds + answers), 4) if rounds or answers else None
         ),
     }
 

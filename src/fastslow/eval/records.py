@@ -203,6 +203,20 @@ class Usage(_Record):
     model_cache_hits_by_role: dict[str, int] = {}
     model_cache_hit_rate: float | None = None
     """``model_cache_hits`` / (``model_cache_hits`` + ``model_calls``); None without model calls."""
+    sage_rounds: int = 0
+    """Sage rounds that got a reply (``sage_call`` events without ``error``; 0 in files written before
+    this counter)."""
+    sage_rounds_with_actions: int = 0
+    """Of those, rounds that grounded at least one action onto the state's valid actions (``actions``:
+    what the buffer received)."""
+    critic_answers: int = 0
+    """LLM Critic calls that got a reply (``critic_call`` events of kind llm without a model error)."""
+    critic_answers_with_actions: int = 0
+    """Of those, answers that kept at least one valid action (``actions``), injected or not."""
+    system2_action_rate: float | None = None
+    """(``sage_rounds_with_actions`` + ``critic_answers_with_actions``) / (``sage_rounds`` +
+    ``critic_answers``): how often the LLM's answer held an action the loop could run; None without
+    any."""
     wall_s_per_episode: float | None
 
 

@@ -1,4 +1,5 @@
-"""Swift, the fast proposer (paper §3): the embedded imitation ranker (default) and the Flan-T5 backend."""
+"""Swift, the fast proposer (paper §3): the embedded imitation ranker (default), its LightGBM reranker and
+the Flan-T5 backend."""
 
 from __future__ import annotations
 
@@ -18,11 +19,16 @@ def make_proposer(config: SwiftConfig, top_k: int | None = None, *, box_features
     the thermometer readings against the task's answer boxes (``swift.answer_box``: hand-written task
     logic, on with ``procedures.enabled``); off, those two feature columns stay 0."""
     k = top_k if top_k is not None else config.top_k
-    if config.backend == "imitation":
+    if config.backend in ("imitation", "rerank"):
         from fastslow.swift.imitation import ImitationSwift, SwiftWeights
 
         path = Path(config.model_path) if config.model_path else None
-        return ImitationSwift(SwiftWeights.load(path), top_k=k, box_features=box_features)
+        linear = ImitationSwift(SwiftWeights.load(path), top_k=k, box_features=box_features)
+        if config.backend == "imitation" or config.rerank_path is None:
+            return linear
+        from fastslow.swift.rerank import Reranker, RerankSwift, sha256_of
+
+        return RerankSwift(linear, Reranker.load(Path(config.rerank_path)), sha256_of(path))
     if not config.model_path:
         raise UsageError("swift.backend=t5 needs swift.model_path: a local seq2seq checkpoint directory")
     from fastslow.swift.t5 import T5Swift
@@ -42,6 +48,16 @@ def check_swift(config: SwiftConfig) -> None:
             raise UsageError(f"T5 Swift checkpoint directory not found: {config.model_path}")
     elif config.model_path and not Path(config.model_path).is_file():
         raise UsageError(f"Swift model not found: {config.model_path}")
+    if config.rerank_path is not None:
+        from fastslow.swift.rerank import Reranker, sha256_of
+
+        reranker = Reranker.load(Path(config.rerank_path))
+        linear = sha256_of(Path(config.model_path) if config.model_path else None)
+        if reranker.linear_sha256 != linear:
+            raise UsageError(
+                f"{config.rerank_path} was fitted on other linear weights than "
+                f"{config.model_path or 'the packaged model'}: give swift.model_path the ones it names"
+            )
 
 
 def make_policy(config: SwiftConfig) -> SafetyPolicy:
@@ -52,7 +68,8 @@ def make_policy(config: SwiftConfig) -> SafetyPolicy:
     try:
         from fastslow.swift.imitation import SwiftWeights
 
-        path = Path(config.model_path) if config.backend == "imitation" and config.model_path else None
+        linear = config.backend in ("imitation", "rerank")
+        path = Path(config.model_path) if linear and config.model_path else None
         focus = SwiftWeights.load(path).focus_words
     except UsageError:
         focus = {}

@@ -13,11 +13,16 @@ from fastslow.strict import StrictModel
 class SwiftConfig(StrictModel):
     """Swift, the fast proposer (paper §3; SwiftSage's Flan-T5 policy, or the embedded imitation model)."""
 
-    backend: Literal["imitation", "t5"] = "imitation"
-    """imitation = embedded CPU ranker shipped in the package; t5 = a local Flan-T5 seq2seq checkpoint."""
+    backend: Literal["imitation", "rerank", "t5"] = "imitation"
+    """imitation = embedded CPU ranker shipped in the package; rerank = the imitation ranker's top
+    candidates re-ordered by a LightGBM reranker (``swift/rerank.py``, the rank extra); t5 = a local
+    Flan-T5 seq2seq checkpoint."""
     model_path: str | None = None
-    """imitation: weights file (.npz) from `fastslow train swift`; default: the packaged model.
-    t5: directory of a seq2seq checkpoint (required)."""
+    """imitation and rerank: the linear weights file (.npz) from `fastslow train swift`; default: the
+    packaged model. t5: directory of a seq2seq checkpoint (required)."""
+    rerank_path: str | None = None
+    """rerank: the reranker file from `fastslow train swift-rerank` (required; fitted on the linear
+    weights of ``model_path``, which it checks)."""
     top_k: int = Field(default=5, ge=1)
     """Ranked candidates returned per decision (SwiftSage keeps the top 5 beams)."""
     min_confidence: float = Field(default=0.1, ge=0, le=1)
@@ -59,6 +64,12 @@ class SwiftConfig(StrictModel):
                     f"{', '.join(changed)} is used only by backend t5 (this Swift is {self.backend}): "
                     "set swift.backend=t5 and swift.model_path, or remove it"
                 )
+        if (self.backend == "rerank") != (self.rerank_path is not None):
+            raise ValueError(
+                "swift.backend=rerank needs swift.rerank_path (a file from `fastslow train swift-rerank`)"
+                if self.backend == "rerank"
+                else f"swift.rerank_path is used only by backend rerank (this Swift is {self.backend})"
+            )
         return self
 
 

@@ -97,6 +97,9 @@ def load_examples(
         matched += 1
         state = SwiftState.from_row(row)
         ids = table.ids(state.valid_actions)
+        # The table keeps each action string once; an example keeps its ids only (every train
+        # variation is ~140k steps of ~2,000 valid actions: as strings they would not fit in memory).
+        state.valid_actions = ()
         examples.append(
             Example(state, ids, valid.index(label), f"{row['task_id']:02d}-{row['variation']:04d}")
         )
@@ -226,5 +229,6 @@ def train(
         report["holdout_steps"] = len(held)
         report["holdout_top1"] = round(accuracy(w, table, held), 4)
     episodes = sorted({e.episode for e in examples} | {e.episode for e in held})
-    weights = SwiftWeights(w, focus, {**report, "episodes": episodes})
+    held_out = sorted({e.episode for e in held})
+    weights = SwiftWeights(w, focus, {**report, "episodes": episodes, "held_out": held_out})
     return weights, report

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastslow import vocab
 from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory
 from fastslow.errors import ModelError
@@ -196,7 +197,7 @@ class Critic:
             error = f"{type(exc).__name__}: {exc}"
         actions = self._filter(proposed, report, traj)
         if not actions and error is None:
-            error = "no valid actions in the answer" if proposed else "no actions in the answer"
+            error = vocab.CRITIC_NO_VALID_ACTIONS if proposed else vocab.CRITIC_NO_ACTIONS
         skipped = self._skip(actions, traj, clock, deferred)
         injected = bool(actions) and skipped is None
         if injected:

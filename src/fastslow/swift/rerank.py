@@ -1,0 +1,371 @@
+"""A second-stage Swift ranker: LightGBM lambdarank over the linear ranker's top candidates (paper §3,
+Swift on CPU; issue #29's "stronger learned ranker" candidate).
+
+The linear imitation ranker (``swift/imitation.py``) scores every valid action with hashed crosses
+that memorise gold paths. This stage re-orders its ``depth`` best candidates with gradient-boosted
+trees over features the linear model can only add up: its own score, margin and rank; the dense
+features (``features.DENSE``: named in the task, in the last observation, in the inventory, done
+before, memory hints, ...); and a few more about the candidate and the state (its verb and the task
+as categories, how many of its words the room shows, the step, the score, the number of valid
+actions). Candidates below ``depth`` keep the linear order.
+
+Training (``fastslow train swift-rerank``) must not see the linear model's own training steps: there
+its scores are overconfident, and trees fitted on them would learn to trust it blindly. So the linear
+model is trained with ``--holdout-every N`` (its weights record the held-out episodes), and the
+reranker is fitted on those held-out episodes only (stacking on out-of-sample scores), with every
+``valid_every``-th of them kept for early stopping and the reported top-1.
+
+The artifact is one JSON file: LightGBM's text model, the verb and task vocabularies, the depth, the
+feature names, the sha256 of the linear weights it was fitted on (a reranker never runs on top of other
+weights) and the training report.
+
+Contract: ``RerankSwift.propose`` returns the same kind of ``Proposal`` as the linear ranker; its
+confidence is the linear model's softmax probability of the chosen action over all valid actions (the
+trees' lambdarank scores are not probabilities), so ``swift.min_confidence`` keeps its meaning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
+from fastslow.core.trajectory import Trajectory
+from fastslow.env.semantics import NAVIGATION_VERBS
+from fastslow.errors import UsageError
+from fastslow.swift.features import (
+    DENSE,
+    ActionTable,
+    FloatArray,
+    IntArray,
+    SwiftState,
+    dense_features,
+    feature_index,
+    verb_of,
+    words,
+)
+from fastslow.swift.imitation import ImitationSwift, SwiftWeights
+
+FORMAT = 1
+DEFAULT_DEPTH = 30
+EXTRA = (
+    "linear_score",
+    "linear_margin",
+    "linear_rank",
+    "linear_prob",
+    "verb",
+    "task",
+    "in_look",
+    "n_words",
+    "navigation",
+    "same_verb_as_last",
+    "last_reward",
+    "step",
+    "score",
+    "log_n_valid",
+)
+FEATURES: tuple[str, ...] = (*EXTRA, *DENSE)
+"""Column order of the reranker's feature matrix."""
+CATEGORICAL = ("verb", "task")
+UNKNOWN = 0
+"""Category id of a verb or task the training data did not have."""
+
+
+def _lightgbm() -> Any:
+    try:
+        import lightgbm
+    except ImportError as exc:  # pragma: no cover - the rank extra is part of the dev install
+        raise UsageError("the reranker needs LightGBM: pip install -e '.[rank]'") from exc
+    return lightgbm
+
+
+def sha256_of(path: Path | None) -> str:
+    """sha256 of a linear weights file, or of the packaged one (``path`` None)."""
+    if path is None:
+        from importlib import resources
+
+        from fastslow.swift.imitation import ARTIFACT
+
+        data = (resources.files("fastslow.swift") / "weights" / ARTIFACT).read_bytes()
+    else:
+        data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Pool:
+    """One decision's candidates for the second stage: positions in the valid list and the features."""
+
+    positions: IntArray
+    """Positions (in the state's valid actions) of the linear top-``depth``, best first."""
+    x: FloatArray
+    """(len(positions), len(FEATURES)) feature matrix."""
+    linear: FloatArray
+    """Linear scores of every valid action (same order as the state's valid actions)."""
+
+
+def pool_features(
+    table: ActionTable,
+    ids: IntArray,
+    state: SwiftState,
+    w: FloatArray,
+    depth: int,
+    verbs: dict[str, int],
+    tasks: dict[str, int],
+    box: bool = True,
+) -> Pool:
+    """The linear scores of every candidate and the features of its best ``depth``."""
+    idx, val = feature_index(table, ids, state, box)
+    linear: FloatArray = (w[idx] * val).sum(axis=1)
+    k = min(depth, len(ids))
+    top = np.argsort(-linear, kind="stable")[:k]
+    best = float(linear[top[0]]) if k else 0.0
+    probs = np.exp(linear - best)
+    probs /= probs.sum()
+    x = np.zeros((k, len(FEATURES)), dtype=np.float32)
+    x[:, 0] = linear[top]
+    x[:, 1] = linear[top] - best
+    x[:, 2] = np.arange(k)
+    x[:, 3] = probs[top]
+    strings = [table.strings[i] for i in ids[top].tolist()]
+    x[:, 4] = [verbs.get(verb_of(a), UNKNOWN) for a in strings]
+    x[:, 5] = tasks.get(state.task_name, UNKNOWN)
+    shown = set(words(state.look))
+    last = state.history[-1] if state.history else None
+    last_verb = verb_of(last[0]) if last else ""
+    for j, action in enumerate(strings):
+        verb = verb_of(action)
+        ws = words(action[len(verb) :])
+        x[j, 6] = sum(w_ in shown for w_ in ws) / max(len(ws), 1)
+        x[j, 7] = len(ws)
+        x[j, 8] = verb in NAVIGATION_VERBS
+        x[j, 9] = bool(last) and verb == last_verb
+    x[:, 10] = float(last[2]) if last else 0.0
+    x[:, 11] = len(state.history)
+    x[:, 12] = state.score
+    x[:, 13] = np.log1p(len(ids))
+    x[:, len(EXTRA) :] = dense_features(table, ids[top], state, box)
+    return Pool(top.astype(np.int64), x, linear)
+
+
+@dataclass
+class Reranker:
+    """A fitted second stage: the booster and what its features were built with."""
+
+    booster: Any
+    depth: int
+    verbs: dict[str, int]
+    tasks: dict[str, int]
+    linear_sha256: str
+    meta: dict[str, Any]
+
+    def save(self, path: Path) -> None:
+        payload = {
+            "format": FORMAT,
+            "depth": self.depth,
+            "features": list(FEATURES),
+            "verbs": self.verbs,
+            "tasks": self.tasks,
+            "linear_sha256": self.linear_sha256,
+            "meta": self.meta,
+            "booster": self.booster.model_to_string(),
+        }
+        path.write_text(json.dumps(payload) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> Reranker:
+        if not path.is_file():
+            raise UsageError(f"reranker not found: {path}")
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{path} is not a fastslow reranker ({exc})") from exc
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            raise UsageError(f"{path} is not a fastslow reranker of format {FORMAT}")
+        if payload["features"] != list(FEATURES):
+            raise UsageError(
+                f"{path} was fitted on other features: retrain it with `fastslow train swift-rerank`"
+            )
+        booster = _lightgbm().Booster(model_str=payload["booster"])
+        return cls(
+            booster,
+            int(payload["depth"]),
+            dict(payload["verbs"]),
+            dict(payload["tasks"]),
+            str(payload["linear_sha256"]),
+            dict(payload["meta"]),
+        )
+
+
+class RerankSwift:
+    """``Proposer``: the linear ranker's top ``depth`` re-ordered by the reranker (module contract)."""
+
+    name = "rerank"
+
+    def __init__(self, linear: ImitationSwift, reranker: Reranker, linear_sha256: str) -> None:
+        if reranker.linear_sha256 != linear_sha256:
+            raise UsageError(
+                "the reranker was fitted on other linear weights (sha256 "
+                f"{reranker.linear_sha256[:12]} != {linear_sha256[:12]}): use those or retrain it"
+            )
+        self.linear = linear
+        self.reranker = reranker
+        self.top_k = linear.top_k
+
+    def propose(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> Proposal:
+        state = self.linear.state_of(traj, memories)
+        if not state.valid_actions:
+            return Proposal((), 0.0)
+        linear = self.linear
+        ids = linear.table.ids(state.valid_actions)
+        r = self.reranker
+        pool = pool_features(
+            linear.table, ids, state, linear.weights.w, r.depth, r.verbs, r.tasks, linear.box_features
+        )
+        second = np.asarray(r.booster.predict(pool.x), dtype=np.float64)
+        order = pool.positions[np.argsort(-second, kind="stable")]
+        chosen = order[: self.top_k].tolist()
+        if len(chosen) < self.top_k:
+            rest = np.argsort(-pool.linear, kind="stable")[len(order) :]
+            chosen += rest[: self.top_k - len(chosen)].tolist()
+        scores = dict(zip(pool.positions.tolist(), second.tolist(), strict=True))
+        best = float(pool.linear.max())
+        probs = np.exp(pool.linear - best)
+        confidence = float(probs[chosen[0]] / probs.sum())
+        ranked = tuple(
+            RankedAction(state.valid_actions[i], float(scores.get(i, pool.linear[i]))) for i in chosen
+        )
+        return Proposal(ranked, confidence)
+
+
+# -- training -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    depth: int = DEFAULT_DEPTH
+    rounds: int = 400
+    """Most boosting rounds; early stopping on the validation episodes picks fewer."""
+    learning_rate: float = 0.05
+    leaves: int = 31
+    valid_every: int = 4
+    """Every n-th held-out episode validates (early stopping, the reported top-1) instead of training."""
+    seed: int = 0
+
+
+def train_rerank(
+    data: Path,
+    weights: SwiftWeights,
+    linear_sha256: str,
+    settings: RerankSettings = RerankSettings(),
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Reranker, dict[str, Any]]:
+    """Fit the second stage on the episodes of ``data`` the linear ``weights`` held out (module
+    docstring); returns the reranker and a report with both stages' top-1 on the validation episodes."""
+    from fastslow.swift.train import load_examples
+
+    lgb = _lightgbm()
+    say = progress or (lambda _line: None)
+    t0 = time.perf_counter()
+    listed = weights.meta.get("held_out", [])
+    held = {str(e) for e in listed} if isinstance(listed, list) else set()
+    if not held:
+        raise UsageError(
+            "these linear weights held no episode out: train them with `fastslow train swift "
+            "--holdout-every N`, so the reranker learns from scores on steps the linear model did not see"
+        )
+    table = ActionTable()
+    examples, _, stats = load_examples(data, table)
+    examples = [e for e in examples if e.episode in held]
+    if not examples:
+        raise UsageError(f"{data} holds none of the episodes these weights held out")
+    episodes = sorted({e.episode for e in examples})
+    valid_eps = set(episodes[:: settings.valid_every]) if len(episodes) > 1 else set()
+    verbs: dict[str, int] = {}
+    tasks: dict[str, int] = {}
+    for e in examples:
+        tasks.setdefault(e.state.task_name, len(tasks) + 1)
+        for i in e.ids.tolist():
+            verbs.setdefault(verb_of(table.strings[i]), len(verbs) + 1)
+    parts: dict[bool, tuple[list[FloatArray], list[FloatArray], list[int]]] = {
+        True: ([], [], []),
+        False: ([], [], []),
+    }
+    linear_hits = {True: 0, False: 0}
+    steps = {True: 0, False: 0}
+    skipped = 0
+    for e in examples:
+        pool = pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks)
+        is_valid = e.episode in valid_eps
+        steps[is_valid] += 1
+        linear_hits[is_valid] += int(pool.positions[0] == e.gold)
+        where = np.flatnonzero(pool.positions == e.gold)
+        if not len(where):
+            skipped += 1  # the gold action is below the pool: the second stage cannot pick it
+            continue
+        y = np.zeros(len(pool.positions), dtype=np.float32)
+        y[where[0]] = 1.0
+        xs, ys, groups = parts[is_valid]
+        xs.append(pool.x)
+        ys.append(y)
+        groups.append(len(y))
+    say(f"{steps[False]} training and {steps[True]} validation steps ({time.perf_counter() - t0:.0f} s)")
+    if not parts[False][2]:
+        raise UsageError("no training step has its gold action in the linear top-depth")
+    categorical = [FEATURES.index(c) for c in CATEGORICAL]
+    params = {
+        "objective": "lambdarank",
+        "metric": "ndcg",
+        "ndcg_eval_at": [1],
+        "learning_rate": settings.learning_rate,
+        "num_leaves": settings.leaves,
+        "min_data_in_leaf": 20,
+        "seed": settings.seed,
+        "deterministic": True,
+        "num_threads": 1,
+        "verbose": -1,
+    }
+
+    def dataset(key: bool, reference: Any = None) -> Any:
+        xs, ys, groups = parts[key]
+        return lgb.Dataset(
+            np.concatenate(xs),
+            np.concatenate(ys),
+            group=groups,
+            feature_name=list(FEATURES),
+            categorical_feature=categorical,
+            reference=reference,
+            free_raw_data=False,
+        )
+
+    train_set = dataset(False)
+    callbacks = [lgb.log_evaluation(0)]
+    valid_sets = []
+    if parts[True][2]:
+        valid_sets = [dataset(True, train_set)]
+        callbacks.append(lgb.early_stopping(30, verbose=False))
+    booster = lgb.train(params, train_set, settings.rounds, valid_sets=valid_sets, callbacks=callbacks)
+    report: dict[str, Any] = {
+        **stats,
+        "train_steps": steps[False],
+        "valid_steps": steps[True],
+        "gold_below_depth": skipped,
+        "rounds": booster.best_iteration or booster.current_iteration(),
+        "train_s": round(time.perf_counter() - t0, 1),
+    }
+    if steps[True]:
+        hits = 0
+        for x, y in zip(parts[True][0], parts[True][1], strict=True):
+            hits += int(y[int(np.argmax(booster.predict(x, num_iteration=report["rounds"])))] == 1.0)
+        report["valid_top1_linear"] = round(linear_hits[True] / steps[True], 4)
+        report["valid_top1_rerank"] = round(hits / steps[True], 4)
+    say(f"fitted {report['rounds']} rounds in {report['train_s']} s")
+    meta = {**report, "episodes": episodes, "valid_episodes": sorted(valid_eps)}
+    return Reranker(booster, settings.depth, verbs, tasks, linear_sha256, meta), report

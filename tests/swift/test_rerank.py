@@ -1,0 +1,130 @@
+"""The LightGBM second stage of Swift (swift/rerank.py): fitted only on episodes the linear weights held
+out, saved and loaded whole, tied to its linear weights, and played through the config on real
+ScienceWorld."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastslow.cli import main
+from fastslow.config import load_config
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.tasks import get_task
+from fastslow.errors import UsageError
+from fastslow.eval.evaluate import evaluate
+from fastslow.events import SwiftProposal, read_events
+from fastslow.swift import check_swift, make_proposer
+from fastslow.swift.config import SwiftConfig
+from fastslow.swift.data import episode_file, replay_episode, write_manifest
+from fastslow.swift.features import ActionTable
+from fastslow.swift.imitation import ImitationSwift, SwiftWeights
+from fastslow.swift.rerank import FEATURES, Reranker, RerankSettings, pool_features, sha256_of, train_rerank
+from fastslow.swift.train import TrainSettings, load_examples, train
+
+pytest.importorskip("lightgbm")
+
+#: identify-life-stages-2 (14-16 step gold paths) and find-non-living-thing (2 steps): train variations.
+EPISODES = [(13, v) for v in get_task(13).variations["train"][:4]] + [
+    (17, v) for v in get_task(17).variations["train"][:2]
+]
+
+
+@pytest.fixture(scope="module")
+def gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gold")
+    env = ScienceWorldAdapter(simplification="easy")
+    try:
+        for task_id, variation in EPISODES:
+            rows, _ = replay_episode(env, task_id, variation)
+            with gzip.open(episode_file(out, task_id, variation), "wt", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(row) + "\n" for row in rows)
+    finally:
+        env.close()
+    write_manifest(out, "train", len(EPISODES), "easy")
+    return out
+
+
+@pytest.fixture(scope="module")
+def fitted(gold: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, object]]:
+    """Linear weights holding every 2nd episode out, and a reranker fitted through the command."""
+    root = tmp_path_factory.mktemp("fitted")
+    weights, _ = train(gold, TrainSettings(epochs=2, holdout_every=2))
+    linear = root / "linear.npz"
+    weights.save(linear)
+    rerank = root / "rerank.json"
+    main(["train", "swift-rerank", "--data", str(gold), "--weights", str(linear), "--out", str(rerank)])
+    return linear, rerank, weights.meta
+
+
+def test_the_reranker_learns_only_from_held_out_episodes(
+    fitted: tuple[Path, Path, dict[str, object]], gold: Path
+) -> None:
+    linear, path, meta = fitted
+    held = meta["held_out"]
+    assert isinstance(held, list) and 0 < len(held) < len(EPISODES)
+    reranker = Reranker.load(path)
+    assert set(reranker.meta["episodes"]) == set(held)
+    assert set(reranker.meta["valid_episodes"]) < set(held)
+    assert reranker.linear_sha256 == sha256_of(linear)
+    report = reranker.meta
+    assert report["train_steps"] > 0 and report["valid_steps"] > 0 and report["rounds"] >= 1
+    assert 0 <= float(report["valid_top1_rerank"]) <= 1 and 0 <= float(report["valid_top1_linear"]) <= 1
+    # loaded whole: the same scores as the booster it was saved from, on a real pool
+    table = ActionTable()
+    examples, _, _ = load_examples(gold, table)
+    weights = SwiftWeights.load(linear)
+    pool = pool_features(
+        table, examples[3].ids, examples[3].state, weights.w, 30, reranker.verbs, reranker.tasks
+    )
+    assert pool.x.shape == (min(30, len(examples[3].ids)), len(FEATURES))
+    again = Reranker.load(path)
+    assert np.array_equal(reranker.booster.predict(pool.x), again.booster.predict(pool.x))
+
+
+def test_weights_that_held_nothing_out_are_refused(gold: Path) -> None:
+    weights, _ = train(gold, TrainSettings(epochs=1))
+    with pytest.raises(UsageError, match="--holdout-every"):
+        train_rerank(gold, weights, "x" * 64, RerankSettings(rounds=5))
+
+
+def test_a_reranker_runs_only_on_the_linear_weights_it_was_fitted_on(
+    fitted: tuple[Path, Path, dict[str, object]],
+) -> None:
+    linear, path, _ = fitted
+    ours = SwiftConfig(backend="rerank", model_path=str(linear), rerank_path=str(path))
+    check_swift(ours)
+    assert make_proposer(ours).name == "rerank"
+    packaged = SwiftConfig(backend="rerank", rerank_path=str(path))  # the packaged linear weights
+    with pytest.raises(UsageError, match="other linear weights"):
+        check_swift(packaged)
+    with pytest.raises(UsageError, match="other linear weights"):
+        make_proposer(packaged)
+    with pytest.raises(ValueError, match="rerank_path"):
+        SwiftConfig(backend="rerank")
+    with pytest.raises(ValueError, match="only by backend rerank"):
+        SwiftConfig(rerank_path=str(path))
+    assert isinstance(make_proposer(SwiftConfig(model_path=str(linear))), ImitationSwift)
+
+
+def test_swift_only_plays_with_the_reranker(
+    fitted: tuple[Path, Path, dict[str, object]], tmp_path: Path
+) -> None:
+    """The config path end to end: a dev episode of task 13, Swift's proposals from the second stage."""
+    linear, path, _ = fitted
+    overrides = ["swift.backend=rerank", f"swift.model_path={linear}", f"swift.rerank_path={path}"]
+    config = load_config("swift-only", [*overrides, "env.step_limit=6"])
+    episode = Episode(13, get_task(13).variations["dev"][0])
+    metrics = evaluate(config, [episode], tmp_path / "run")
+    assert metrics["episodes"] == 1 and metrics["errors"] == 0
+    proposals = [
+        e
+        for e in read_events(tmp_path / "run" / "events" / f"{episode.episode_id}.jsonl")
+        if isinstance(e, SwiftProposal)
+    ]
+    assert proposals and all(p.proposer == "rerank" and p.candidates for p in proposals)
