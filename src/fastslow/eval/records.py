@@ -32,11 +32,12 @@ from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
 
-METRICS_FORMAT = 6
+METRICS_FORMAT = 7
 """Version of metrics.json; 1 was the unversioned file of fastslow <= 0.1 (no ``format_version``), 2 had
 only the strict score (-100 as 0) as ``mean_score``, 3 had no ``mechanisms.paper``, 4 counted the avoidance
 search of the authors' T4 as a T4 trigger of its own, 5 had no ``usage.step_shares`` and its
-``usage.swift_step_share`` counted every step labelled ``swift`` (`fastslow report` recomputes older
+``usage.swift_step_share`` counted every step labelled ``swift``, 6 had no ``usage.sage_rounds`` and the
+other counters of answers that held an action (`fastslow report` recomputes older
 formats from the logs; logs written before the ``procedure`` and ``fallback`` sources label those steps
 ``swift``, and count there as Swift's)."""
 METRICS_FILE = "metrics.json"
