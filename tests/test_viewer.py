@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fastslow.config import load_config
@@ -192,6 +193,8 @@ def test_the_llm_runs_system2_counters_are_its_logs(runs: dict[str, Path]) -> No
     assert usage["critic_answers_with_actions"] == sum(bool(e["actions"]) for e in replied)
     acting = usage["sage_rounds_with_actions"] + usage["critic_answers_with_actions"]
     assert usage["system2_action_rate"] == round(acting / (len(rounds) + len(replied)), 4)
+    latencies = sorted(e["latency_s"] for e in rounds)
+    assert usage["sage_round_s_median"] == round(float(np.median(latencies)), 3) > 0
 
 
 def test_memory_retrievals_show_their_records(

@@ -263,11 +263,13 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     - ``sage_rounds`` / ``sage_rounds_with_actions``: Sage rounds that got a reply, and those that grounded
       at least one action onto the valid list; ``critic_answers`` / ``critic_answers_with_actions``: the
       same for the LLM Critic (a call whose model failed is neither); ``system2_action_rate``: both
-      ``with_actions`` over both totals (issue #30's parse rate).
+      ``with_actions`` over both totals (issue #30's parse rate); ``sage_round_s_median``: the median
+      wall time of those rounds' model calls.
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
     n_eps = steps = system2 = tokens = calls = 0
     rounds = rounds_acting = answers = answers_acting = 0
+    round_s: list[float] = []
     by_source: dict[str, int] = dict.fromkeys(vocab.STEP_SOURCES, 0)
     errors: dict[str, int] = defaultdict(int)
     skipped: dict[str, int] = defaultdict(int)
@@ -287,6 +289,7 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
                 if e.error is None:
                     rounds += 1
                     rounds_acting += bool(e.actions)
+                    round_s.append(e.latency_s)
             elif isinstance(e, CriticCall) and e.kind == "llm":
                 if e.error in (None, vocab.CRITIC_NO_ACTIONS, vocab.CRITIC_NO_VALID_ACTIONS):
                     answers += 1
@@ -327,6 +330,7 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
         "sage_rounds_with_actions": rounds_acting,
         "critic_answers": answers,
         "critic_answers_with_actions": answers_acting,
+        "sage_round_s_median": round(float(np.median(round_s)), 3) if round_s else None,
         "system2_action_rate": (
             round((rounds_acting + answers_acting) / (rounds + answers), 4) if rounds or answers else None
         ),

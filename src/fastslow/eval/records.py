@@ -214,6 +214,9 @@ class Usage(_Record):
     """LLM Critic calls that got a reply (``critic_call`` events of kind llm without a model error)."""
     critic_answers_with_actions: int = 0
     """Of those, answers that kept at least one valid action (``actions``), injected or not."""
+    sage_round_s_median: float | None = None
+    """Median wall time of a Sage round's model calls (``sage_call.latency_s``, rounds that got a reply;
+    cache hits take ~0 s); None without one."""
     system2_action_rate: float | None = None
     """(``sage_rounds_with_actions`` + ``critic_answers_with_actions``) / (``sage_rounds`` +
     ``critic_answers``): how often the LLM's answer held an action the loop could run; None without
