@@ -529,7 +529,7 @@ def data_tasks(
 def data_gold(
     out: Annotated[Path, typer.Option("--out", help="Dataset directory (resumable).")],
     split: Annotated[str, typer.Option("--split", help="Only train is accepted.")] = "train",
-    per_task: Annotated[int, typer.Option("--per-task", help="Train variations per task.")] = 10,
+    per_task: Annotated[int, typer.Option("--per-task", help="Train variations per task (0: all).")] = 10,
     tasks: TasksOpt = None,
     workers: Annotated[int, typer.Option("--workers", help="Processes, one JVM each.")] = 2,
 ) -> None:
@@ -540,6 +540,8 @@ def data_gold(
     task_ids = parse_int_ranges(tasks, "task") if tasks else None
     if split != "train":
         raise UsageError(f"only the train split may become training data (got '{split}')")
+    if per_task < 0:
+        raise UsageError(f"--per-task must be 0 (all) or more (got {per_task})")
     summary = build_gold(
         out, "train", per_task, task_ids, workers, progress=lambda line: console.print(line, highlight=False)
     )

@@ -46,6 +46,11 @@ def test_selection_holds_only_train_variations() -> None:
     assert {t for t, _ in chosen} == set(range(30))
     for task_id, variation in chosen:
         assert all_tasks()[task_id].split_of(variation) == "train"
+    # 0: every train variation once (ScienceWorld's 3,592), round-robin over the tasks
+    every = select_train_variations(per_task=0)
+    assert len(every) == len(set(every)) == sum(len(t.variations["train"]) for t in all_tasks()) == 3592
+    assert [t for t, _ in every[:30]] == list(range(30))
+    assert all(all_tasks()[t].split_of(v) == "train" for t, v in every)
 
 
 def test_packaged_model_was_trained_on_train_variations_only() -> None:

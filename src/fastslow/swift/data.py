@@ -146,14 +146,16 @@ def replay_episode(env: Env, task_id: int, variation: int) -> tuple[list[dict[st
 
 
 def select_train_variations(per_task: int, tasks: Sequence[int] | None = None) -> list[tuple[int, int]]:
-    """Train variations to replay: evenly spread over each task's train split (more object diversity)."""
+    """Train variations to replay: evenly spread over each task's train split (more object diversity);
+    ``per_task`` 0: all of them (3,592)."""
     ranked: list[tuple[int, int, int]] = []
     for info in all_tasks():
         if tasks is not None and info.task_id not in tasks:
             continue
         train = info.variations["train"]
-        stride = max(1, len(train) // per_task)
-        ranked.extend((rank, info.task_id, v) for rank, v in enumerate(train[::stride][:per_task]))
+        n = per_task if per_task > 0 else len(train)
+        stride = max(1, len(train) // n)
+        ranked.extend((rank, info.task_id, v) for rank, v in enumerate(train[::stride][:n]))
     # Round-robin over tasks, so a run stopped early still covers every task.
     return [(t, v) for _, t, v in sorted(ranked)]
 
