@@ -229,7 +229,8 @@ class RerankSwift:
         pool = pool_features(
             linear.table, ids, state, linear.weights.w, r.depth, r.verbs, r.tasks, linear.box_features
         )
-        second = np.asarray(r.booster.predict(pool.x), dtype=np.float64)
+        # one thread: LightGBM's OpenMP start costs more than 30 rows of trees (1.5 ms against 0.13 ms)
+        second = np.asarray(r.booster.predict(pool.x.astype(np.float64), num_threads=1), dtype=np.float64)
         order = pool.positions[np.argsort(-second, kind="stable")]
         chosen = order[: self.top_k].tolist()
         if len(chosen) < self.top_k:
@@ -363,7 +364,8 @@ def train_rerank(
     if steps[True]:
         hits = 0
         for x, y in zip(parts[True][0], parts[True][1], strict=True):
-            hits += int(y[int(np.argmax(booster.predict(x, num_iteration=report["rounds"])))] == 1.0)
+            scores = booster.predict(x.astype(np.float64), num_iteration=report["rounds"], num_threads=1)
+            hits += int(y[int(np.argmax(scores))] == 1.0)
         report["valid_top1_linear"] = round(linear_hits[True] / steps[True], 4)
         report["valid_top1_rerank"] = round(hits / steps[True], 4)
     say(f"fitted {report['rounds']} rounds in {report['train_s']} s")
