@@ -56,6 +56,7 @@ SHARED_FIXTURE_MODULES = frozenset(
         "tests/test_step_sources.py",
         "tests/procedures/test_measurement.py",
         "tests/swift/test_t5_format.py",
+        "tests/swift/test_rerank.py",  # six gold replays and two fits, ~20 s
     }
 )
 """Modules whose module-scoped fixtures cost seconds to minutes: under ``pytest -n`` each is sent to
