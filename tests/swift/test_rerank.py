@@ -128,3 +128,5 @@ def test_swift_only_plays_with_the_reranker(
         if isinstance(e, SwiftProposal)
     ]
     assert proposals and all(p.proposer == "rerank" and p.candidates for p in proposals)
+    # scores on the linear scale, in the reranked order: the policy's penalties compare like with like
+    assert all(p.scores == sorted(p.scores, reverse=True) for p in proposals)

@@ -21,7 +21,9 @@ weights) and the training report.
 
 Contract: ``RerankSwift.propose`` returns the same kind of ``Proposal`` as the linear ranker; its
 confidence is the linear model's softmax probability of the chosen action over all valid actions (the
-trees' lambdarank scores are not probabilities), so ``swift.min_confidence`` keeps its meaning.
+trees' lambdarank scores are not probabilities), so ``swift.min_confidence`` keeps its meaning, and its
+candidates' scores are the pool's linear scores in the reranked order (the safety policy adds its
+penalties to them on the linear scale).
 """
 
 from __future__ import annotations
@@ -236,7 +238,9 @@ class RerankSwift:
         if len(chosen) < self.top_k:
             rest = np.argsort(-pool.linear, kind="stable")[len(order) :]
             chosen += rest[: self.top_k - len(chosen)].tolist()
-        scores = dict(zip(pool.positions.tolist(), second.tolist(), strict=True))
+        # The pool's linear scores, handed out in the reranked order: the safety policy's penalties keep
+        # the linear scale, and candidates below the pool stay below it.
+        scores = dict(zip(order.tolist(), pool.linear[pool.positions].tolist(), strict=True))
         best = float(pool.linear.max())
         probs = np.exp(pool.linear - best)
         confidence = float(probs[chosen[0]] / probs.sum())
