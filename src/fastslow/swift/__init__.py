@@ -51,13 +51,8 @@ def check_swift(config: SwiftConfig) -> None:
     if config.rerank_path is not None:
         from fastslow.swift.rerank import Reranker, sha256_of
 
-        reranker = Reranker.load(Path(config.rerank_path))
         linear = sha256_of(Path(config.model_path) if config.model_path else None)
-        if reranker.linear_sha256 != linear:
-            raise UsageError(
-                f"{config.rerank_path} was fitted on other linear weights than "
-                f"{config.model_path or 'the packaged model'}: give swift.model_path the ones it names"
-            )
+        Reranker.load(Path(config.rerank_path)).require_linear(linear)
 
 
 def make_policy(config: SwiftConfig) -> SafetyPolicy:

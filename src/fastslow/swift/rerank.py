@@ -111,6 +111,8 @@ class Pool:
     """(len(positions), len(FEATURES)) feature matrix."""
     linear: FloatArray
     """Linear scores of every valid action (same order as the state's valid actions)."""
+    probs: FloatArray
+    """Their softmax over all valid actions (the linear ranker's confidence)."""
 
 
 def pool_features(
@@ -154,7 +156,7 @@ def pool_features(
     x[:, 12] = state.score
     x[:, 13] = np.log1p(len(ids))
     x[:, len(EXTRA) :] = dense_features(table, ids[top], state, box)
-    return Pool(top.astype(np.int64), x, linear)
+    return Pool(top.astype(np.int64), x, linear, probs)
 
 
 @dataclass
@@ -180,6 +182,14 @@ class Reranker:
             "booster": self.booster.model_to_string(),
         }
         path.write_text(json.dumps(payload) + "\n", encoding="utf-8")
+
+    def require_linear(self, sha256: str) -> None:
+        """``UsageError`` unless ``sha256`` is that of the linear weights this reranker was fitted on."""
+        if self.linear_sha256 != sha256:
+            raise UsageError(
+                "the reranker was fitted on other linear weights (sha256 "
+                f"{self.linear_sha256[:12]}, given {sha256[:12]}): give swift.model_path those, or refit it"
+            )
 
     @classmethod
     def load(cls, path: Path) -> Reranker:
@@ -212,11 +222,7 @@ class RerankSwift:
     name = "rerank"
 
     def __init__(self, linear: ImitationSwift, reranker: Reranker, linear_sha256: str) -> None:
-        if reranker.linear_sha256 != linear_sha256:
-            raise UsageError(
-                "the reranker was fitted on other linear weights (sha256 "
-                f"{reranker.linear_sha256[:12]} != {linear_sha256[:12]}): use those or retrain it"
-            )
+        reranker.require_linear(linear_sha256)
         self.linear = linear
         self.reranker = reranker
         self.top_k = linear.top_k
@@ -241,9 +247,7 @@ class RerankSwift:
         # The pool's linear scores, handed out in the reranked order: the safety policy's penalties keep
         # the linear scale, and candidates below the pool stay below it.
         scores = dict(zip(order.tolist(), pool.linear[pool.positions].tolist(), strict=True))
-        best = float(pool.linear.max())
-        probs = np.exp(pool.linear - best)
-        confidence = float(probs[chosen[0]] / probs.sum())
+        confidence = float(pool.probs[chosen[0]])
         ranked = tuple(
             RankedAction(state.valid_actions[i], float(scores.get(i, pool.linear[i]))) for i in chosen
         )
