@@ -732,6 +732,73 @@ def train_swift_rerank_cmd(
     print(json.dumps(report))
 
 
+@train_app.command("swift-memory")
+def train_swift_memory_cmd(
+    data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
+    store: Annotated[
+        str, typer.Option("--store", help="AMM store a warm-up filled (RUN/memory.sqlite, or a DSN).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Weights file to write (.npz).")],
+    weights: Annotated[
+        Path | None,
+        typer.Option("--weights", help="Linear weights to start from (default: the packaged model)."),
+    ] = None,
+    config: ConfigOpt = "swift-amm",
+    override: OverrideOpt = None,
+    l2: Annotated[float, typer.Option("--l2", help="Pull of the four weights towards zero.")] = 0.01,
+) -> None:
+    """Fit the weights Swift gives to T1 memories on gold states where it fails (memory/t1_weights.py)."""
+    from fastslow.memory.stores import MemoryStoreError, is_dsn, open_location
+    from fastslow.memory.stores.vectors import embedder_for
+    from fastslow.memory.t1_weights import FitSettings, SwiftView, fit_memory_weights
+    from fastslow.swift.imitation import SwiftWeights
+
+    cfg = _config(config, override)
+    if not cfg.amm.enabled or not cfg.amm.retrieval.t1:
+        raise UsageError(f"config {cfg.name} does not run T1 (amm.enabled, amm.retrieval.t1)")
+    if l2 < 0:
+        raise UsageError("--l2 must be at least 0")
+    if not is_dsn(store) and not Path(store).is_file():
+        raise UsageError(f"memory store not found: {store}")
+    linear = SwiftWeights.load(weights)
+    try:
+        opened = open_location(
+            store,
+            cfg.amm.table,
+            readonly=True,
+            password_env=cfg.amm.password_env,
+            embedder=embedder_for(cfg.amm.retrieval),
+            max_terms=cfg.amm.retrieval.query_terms,
+        )
+    except MemoryStoreError as exc:
+        raise UsageError(str(exc)) from exc
+    view = SwiftView(
+        min_confidence=cfg.swift.min_confidence,
+        repeat_penalty=cfg.swift.repeat_penalty,
+        loop_window=cfg.swift.loop_window,
+        focus_rule=cfg.swift.focus_rule,
+        rerank_pool=cfg.swift.rerank_pool,
+        box_features=cfg.procedures.enabled,
+    )
+    try:
+        fitted, report = fit_memory_weights(
+            data,
+            linear,
+            cfg.amm,
+            opened,
+            store if is_dsn(store) else Path(store).name,
+            view,
+            FitSettings(l2=l2),
+            progress=lambda s: console.print(s, highlight=False),
+        )
+    finally:
+        opened.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fitted.save(out)
+    console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    print(json.dumps(report))
+
+
 @train_app.command("swift-t5")
 def train_swift_t5_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
