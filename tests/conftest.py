@@ -58,6 +58,7 @@ SHARED_FIXTURE_MODULES = frozenset(
         "tests/swift/test_t5_format.py",
         "tests/swift/test_rerank.py",  # six gold replays and two fits, ~20 s
         "tests/memory/test_t1_weights.py",  # six gold replays, a fit and a store, ~10 s
+        "tests/test_fork.py",  # a five-episode run and its forks, ~35 s
     }
 )
 """Modules whose module-scoped fixtures cost seconds to minutes: under ``pytest -n`` each is sent to

@@ -214,6 +214,50 @@ def eval_(
 
 
 @app.command()
+def fork(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run's directory.")],
+    episode: Annotated[str, typer.Argument(help="An episode of that run, e.g. 13-0027.")],
+    at: Annotated[
+        int, typer.Option("--at", help="The fork's first own step: steps 1..K-1 replay the parent's actions.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="A new or empty directory for the fork's run.")],
+    config: Annotated[
+        str | None,
+        typer.Option("--config", "-c", help="The fork's configuration (default: the parent's, resolved)."),
+    ] = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Replay an episode of a finished run up to step K, then play on under a configuration."""
+    from fastslow.eval.fork import fork_config, fork_episode, read_parent
+    from fastslow.eval.replay import ReplayDivergence
+
+    parent = read_parent(run_dir, episode)
+    cfg = fork_config(parent, config, override)
+    console.print(
+        f"fork of {run_dir} {episode} ({parent.start.config_name}) at step {at} under {cfg.name}: "
+        f"replaying {at - 1} steps",
+        highlight=False,
+    )
+    result = fork_episode(parent, at, cfg, out, overrides=override)
+    if result.outcome.error and result.outcome.error.startswith("replay diverged"):
+        log = out / "events" / f"{episode}.jsonl"
+        raise ReplayDivergence(f"{result.outcome.error} (the fork's log: {log})")
+    theirs, mine = parent.result, result.fork
+    assert mine is not None, "run_episode always ends the log"
+    console.print(
+        f"parent: {theirs.score:.0f} / {theirs.score_strict:.0f} ({theirs.end.value}, {theirs.steps} steps); "
+        f"fork: {mine.score:.0f} / {mine.score_strict:.0f} ({mine.end.value}, {mine.steps} steps) "
+        "(paper / strict)",
+        highlight=False,
+    )
+    scores = {
+        name: {"score": r.score, "score_strict": r.score_strict, "end": r.end.value, "steps": r.steps}
+        for name, r in (("parent", theirs), ("fork", mine))
+    }
+    print(json.dumps({**scores, "at": at, "store": result.store}))
+
+
+@app.command()
 def report(
     dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
     out: Annotated[Path | None, typer.Option("--out", help="Report directory (default: DIR/report).")] = None,

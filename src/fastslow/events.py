@@ -65,6 +65,34 @@ class _Event(BaseModel):
     """Wall-clock time (Unix seconds) when the event was created."""
 
 
+class ForkOrigin(BaseModel):
+    """Where a fork comes from (``fastslow fork``): the parent run's episode, replayed up to ``at``."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    run_dir: str
+    """The parent run's directory, as given to ``fastslow fork``."""
+    run_id: str
+    """The parent run's id (its run.json)."""
+    config_name: str
+    """The configuration that played the parent episode."""
+    at: int
+    """The first step the fork plays itself: steps 1..at-1 replay the parent's actions."""
+
+
+class JvmHistory(BaseModel):
+    """What the ScienceWorld JVM that played an episode had played before it. ScienceWorld orders
+    objects in its texts by Java identity hash codes, which depend on everything the JVM ran before;
+    a fork replays these episodes first to play the same JVM state."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    episodes: list[str]
+    """Episode ids of the run, in the order the JVM played them before this one ([]: a fresh JVM)."""
+    gold: bool
+    """Whether its resets generated the gold path (another JVM computation)."""
+
+
 class EpisodeStart(_Event):
     """Episode header: everything needed to reproduce and interpret the rest of the file."""
 
@@ -86,6 +114,28 @@ class EpisodeStart(_Event):
     git_commit: str | None = None
     task_description: str = ""
     seed: int | None = None
+    jvm: JvmHistory | None = None
+    """The JVM's history before this episode, when a run's worker played it (None: not known)."""
+    fork: ForkOrigin | None = None
+    """Set in a fork's log: the parent episode and step it continues from; None in a run's own."""
+
+
+class ReplayEnd(_Event):
+    """A fork finished replaying its parent's prefix (``fastslow fork``): what was checked and how
+    exactly it matched. Comes after the last replayed ``env_step``; a mismatch ends the episode instead
+    (its ``episode_end`` names the step and the field)."""
+
+    event: Literal["replay_end"] = "replay_end"
+    step: int
+    """Env steps replayed (the fork's first own step is ``step + 1``)."""
+    checked: list[str]
+    """The fields of every replayed step compared with the parent's log (all equal, or the fork ends)."""
+    agreed: int
+    """Replayed steps at which the fork's agent, asked first, chose the parent's action itself (every
+    one under the parent's configuration, unless ScienceWorld or a model answered differently)."""
+    history_steps: int = 0
+    """Steps of the episodes the parent's JVM played before this one, replayed first on the fork's
+    fresh JVM (``EpisodeStart.jvm``), each observation checked."""
 
 
 class EnvStep(_Event):
@@ -422,7 +472,8 @@ Event = Annotated[
     | GateDecision
     | StagnationReport
     | CriticCall
-    | CriticEffect,
+    | CriticEffect
+    | ReplayEnd,
     Field(discriminator="event"),
 ]
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -81,6 +81,8 @@ class _Worker:
         self.agents: dict[int | None, tuple[RunConfig, Agent]] = {
             None: (config, make_agent(config, self.cache))
         }
+        self._jvm: tuple[int | None, list[str]] = (None, [])
+        """The current JVM's pid and the episodes it played (the header's ``jvm``, for forks)."""
 
     def _agent(self, seed: int | None) -> tuple[RunConfig, Agent]:
         """The agent for one seed, built on first use; loaded local models are shared between them."""
@@ -100,8 +102,12 @@ class _Worker:
                 attempt += 1
                 path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
                 _purge_records(config, self._memory_key(episode))
+                history = self._history()
                 with JsonlWriter(path) as writer:
-                    outcome = run_episode(self.env, agent, episode, config, writer, run_id=self.run_id)
+                    outcome = run_episode(
+                        self.env, agent, episode, config, writer, run_id=self.run_id, jvm_history=history
+                    )
+                self._played(episode)
                 if outcome.end is not EndState.ERROR or attempt > self.retries:
                     return outcome
                 failed = self.events_dir / "failed"
@@ -113,6 +119,17 @@ class _Worker:
             if exc.errno not in _STORAGE_ERRNOS:
                 raise
             raise OutputError(f"cannot write the event log {path}: {exc.strerror or exc}") from None
+
+    def _history(self) -> list[str]:
+        """The episodes the adapter's current JVM played ([] before it starts, or after it died: the
+        adapter drops a JVM whose call failed, and a new one starts at the next reset)."""
+        pid, played = self._jvm
+        return list(played) if pid is not None and pid == self.env.jvm_pid else []
+
+    def _played(self, episode: Episode) -> None:
+        pid = self.env.jvm_pid
+        played = self._history() if pid == self._jvm[0] else []
+        self._jvm = (pid, [*played, episode.episode_id]) if pid is not None else (None, [])
 
     def _memory_key(self, episode: Episode) -> str:
         return f"{self.run_id}/{episode.episode_id}" if self.run_id else episode.episode_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import platform
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -23,6 +24,7 @@ from fastslow.env.episodes import Episode
 from fastslow.env.tasks import get_task
 from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
 from fastslow.errors import EnvError
+from fastslow.eval.replay import Replay, ReplayDivergence
 from fastslow.events import (
     EndState,
     EnvStep,
@@ -30,6 +32,7 @@ from fastslow.events import (
     EpisodeStart,
     Event,
     EventSink,
+    JvmHistory,
     MemoryFallback,
     ModelCall,
 )
@@ -73,7 +76,13 @@ def git_commit() -> str | None:
     return commit if proc.returncode == 0 and commit else None
 
 
-def _header(episode: Episode, config: RunConfig, task_description: str) -> EpisodeStart:
+def _header(
+    episode: Episode,
+    config: RunConfig,
+    task_description: str,
+    replay: Replay | None,
+    jvm: JvmHistory | None,
+) -> EpisodeStart:
     task = get_task(episode.task_id)
     return EpisodeStart(
         episode_id=episode.episode_id,
@@ -87,6 +96,8 @@ def _header(episode: Episode, config: RunConfig, task_description: str) -> Episo
         git_commit=git_commit(),
         task_description=task_description,
         seed=episode.seed,
+        jvm=jvm,
+        fork=replay.origin if replay is not None else None,
     )
 
 
@@ -113,11 +124,16 @@ def run_episode(
     config: RunConfig,
     sink: EventSink,
     run_id: str = "",
+    replay: Replay | None = None,
+    jvm_history: Sequence[str] | None = None,
 ) -> EpisodeOutcome:
     """Play one episode to its end and emit episode_start, env_step..., episode_end.
 
     ``env`` is the adapter (or any ``Env``); the episode ends at ``config.env.step_limit`` env steps.
-    ``run_id`` names the run the episode belongs to (AMM records carry it, see ``EpisodeContext``)."""
+    ``run_id`` names the run the episode belongs to (AMM records carry it, see ``EpisodeContext``).
+    ``replay``: a fork's (``eval/replay.py``): its first steps execute the parent's actions, each checked
+    against the parent's log (a mismatch ends the episode with an error naming it), then a
+    ``replay_end``; the agent is asked at every step all the same."""
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
@@ -130,35 +146,46 @@ def run_episode(
         try:
             result = env.reset(episode.task_id, episode.variation, gold=agent.needs_gold)
         finally:
-            sink.emit(_header(episode, config, result.task_description if result else ""))
+            jvm = None
+            if jvm_history is not None:
+                jvm = JvmHistory(episodes=list(jvm_history), gold=agent.needs_gold)
+            sink.emit(_header(episode, config, result.task_description if result else "", replay, jvm))
         ctx = EpisodeContext(
             get_task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions, run_id
         )
+        if replay is not None:
+            replay.start(result.task_description)
         agent.reset(ctx, result)
+        if replay is not None and replay.length == 0:
+            sink.emit(replay.end())
         while not result.done:
             decision = agent.act(result)
+            if replay is not None:
+                decision = replay.decision(decision, result.steps + 1)
             t0 = time.perf_counter()
             result = env.step(decision.action)
-            sink.emit(
-                EnvStep(
-                    step=result.steps,
-                    action=decision.action,
-                    source=decision.source,
-                    reason=decision.reason,
-                    observation=result.observation,
-                    score=result.score,
-                    reward=result.reward,
-                    moves=result.moves,
-                    end=result.end,
-                    n_valid=len(result.valid_actions),
-                    duration_ms=1000 * (time.perf_counter() - t0),
-                )
+            step = EnvStep(
+                step=result.steps,
+                action=decision.action,
+                source=decision.source,
+                reason=decision.reason,
+                observation=result.observation,
+                score=result.score,
+                reward=result.reward,
+                moves=result.moves,
+                end=result.end,
+                n_valid=len(result.valid_actions),
+                duration_ms=1000 * (time.perf_counter() - t0),
             )
+            sink.emit(step)
+            replayed = replay.check(step) if replay is not None else None
+            if replayed is not None:
+                sink.emit(replayed)
             agent.observe(decision, result)
         end = result.end
     except EarlyStop as exc:
         end, error = EndState.EARLY_STOP, str(exc)
-    except EnvError as exc:
+    except (EnvError, ReplayDivergence) as exc:
         end, error = EndState.ERROR, str(exc)
     score = result.score if result is not None else 0
     steps = result.steps if result is not None else 0

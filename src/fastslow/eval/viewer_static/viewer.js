@@ -413,6 +413,9 @@
       case "critic_effect":
         return box(e, "", el("span", { class: "kind" }, "Critic effect"), "call at step " + e.call_step + ": " + (e.effective ? "effective" : "not effective") +
           " (" + e.reason + ", score " + e.score_before + "→" + e.score_after + ")");
+      case "replay_end":
+        return box(e, "", el("span", { class: "kind" }, "Fork"), "steps 1-" + e.step + " replayed the parent's actions (the agent chose " +
+          e.agreed + " of them itself" + (e.history_steps ? "; " + e.history_steps + " earlier steps rebuilt the JVM" : "") + "); from here the fork plays");
       default:
         return el("details", { class: "ev", "data-event": e.event }, el("summary", {}, el("span", { class: "kind" }, e.event)), el("pre", {}, JSON.stringify(e, null, 1)));
     }

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -286,14 +287,22 @@ class SqliteStore:
 
     def delete_episode(self, episode_id: str) -> int:
         """Remove one episode's records, their FTS rows and their share of the ``slice_terms`` counts."""
+        return self._delete_where("$.episode_id", "=", episode_id)
+
+    def delete_created_after(self, t: float) -> int:
+        """Remove every record created after ``t`` (Unix seconds), as ``delete_episode`` removes them:
+        the store as it was at ``t`` (a fork's copy of its parent's store, ``eval/fork.py``)."""
+        return self._delete_where("$.created", ">", t)
+
+    def _delete_where(self, field: str, op: Literal["=", ">"], value: str | float) -> int:
         with self._transaction("delete"):
-            # The episode id lives only in the JSON. json_valid first: json_extract raises on a bad row,
-            # and one bad row must not make an episode undeletable (CASE evaluates lazily).
+            # The fields live only in the JSON. json_valid first: json_extract raises on a bad row, and
+            # one bad row must not make an episode undeletable (CASE evaluates lazily).
             rows = self._db.execute(
                 "SELECT m.rid, f.scoped, m.id FROM memories AS m "
                 "LEFT JOIN memories_fts AS f ON f.rowid = m.rid "
-                "WHERE CASE WHEN json_valid(m.data) THEN json_extract(m.data, '$.episode_id') END = ?",
-                (episode_id,),
+                f"WHERE CASE WHEN json_valid(m.data) THEN json_extract(m.data, ?) END {op} ?",
+                (field, value),
             ).fetchall()
             rids = [(rid,) for rid, _, _ in rows]
             # The FTS row's scoped text is exactly what add_many counted (one per record and token).

@@ -1,0 +1,192 @@
+"""Counterfactual forks (eval/fork.py, eval/replay.py): a finished fast-pathway run on real ScienceWorld,
+forked halfway through each episode; the same configuration repeats the parent, an AMM fork sees no
+record the parent wrote after the fork point, and a replay that answers differently is reported."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fastslow.cli import main
+from fastslow.config import load_config
+from fastslow.env.episodes import select_episodes
+from fastslow.errors import UsageError
+from fastslow.eval.evaluate import evaluate
+from fastslow.eval.fork import fork_episode, read_parent
+from fastslow.eval.report import write_report
+from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, ReplayEnd, read_events
+from fastslow.memory.stores.sqlite import SqliteStore
+
+#: five tasks, short dev episodes, one worker: every episode but the first ran on a JVM with a history.
+TASKS = "4,7,13,17,25"
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fork") / "parent"
+    config = load_config("swift-amm-srm", ["env.step_limit=20"])
+    metrics = evaluate(config, select_episodes("dev", tasks=TASKS, limit_per_task=1), out)
+    assert metrics["episodes"] == 5 and metrics["errors"] == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def forks(parent: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path]]:
+    """Each episode forked at its middle step under the parent's own configuration."""
+    root = tmp_path_factory.mktemp("forks")
+    out: dict[str, tuple[int, Path]] = {}
+    for log in sorted((parent / "events").glob("*.jsonl")):
+        episode = read_parent(parent, log.stem)
+        at = (len(episode.steps) + 1) // 2
+        fork_episode(episode, at, episode.config, root / log.stem)
+        out[log.stem] = (at, root / log.stem)
+    return out
+
+
+def steps(path: Path) -> list[tuple[int, str, int, str]]:
+    return [(e.step, e.action, e.score, e.observation) for e in read_events(path) if isinstance(e, EnvStep)]
+
+
+def test_a_fork_under_the_parent_configuration_repeats_the_parent(
+    parent: Path, forks: dict[str, tuple[int, Path]]
+) -> None:
+    assert len({episode[:2] for episode in forks}) == 5
+    histories = 0
+    for episode, (at, out) in forks.items():
+        theirs = parent / "events" / f"{episode}.jsonl"
+        mine = out / "events" / f"{episode}.jsonl"
+        assert steps(mine) == steps(theirs), episode  # the replayed prefix and the fork's own steps
+        events = read_events(mine)
+        start, end = events[0], events[-1]
+        assert isinstance(start, EpisodeStart) and start.fork is not None
+        assert start.fork.at == at and start.fork.run_dir == str(parent)
+        assert start.fork.config_name == "swift-amm-srm"
+        (replayed,) = [e for e in events if isinstance(e, ReplayEnd)]
+        assert replayed.step == at - 1 and replayed.agreed == at - 1  # the agent chose them itself
+        assert "observation" in replayed.checked and "n_valid" in replayed.checked
+        histories += replayed.history_steps > 0
+        # the replay_end sits after the last replayed step, before the fork's own
+        position = events.index(replayed)
+        before = [e.step for e in events[:position] if isinstance(e, EnvStep)]
+        assert before == list(range(1, at))
+        parent_end = read_events(theirs)[-1]
+        assert isinstance(end, EpisodeEnd) and isinstance(parent_end, EpisodeEnd)
+        assert (end.final_score, end.end) == (parent_end.final_score, parent_end.end)
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics["episodes"] == 1
+    assert histories >= 4  # the parent's JVM played them after others: rebuilt, then repeated exactly
+
+
+def test_a_fork_sees_no_record_the_parent_wrote_after_its_step(
+    parent: Path, forks: dict[str, tuple[int, Path]]
+) -> None:
+    run_id = json.loads((parent / "run.json").read_text())["run_id"]
+    parent_store = SqliteStore(str(parent / "memory.sqlite"))
+    try:
+        written = list(parent_store.iter_all())
+    finally:
+        parent_store.close()
+    later_somewhere = 0
+    for episode, (at, out) in forks.items():
+        cutoff = steps_t(parent / "events" / f"{episode}.jsonl", at)
+        later_somewhere += sum(r.created > cutoff for r in written)
+        store = SqliteStore(str(out / "memory.sqlite"))
+        try:
+            seen = list(store.iter_all())
+        finally:
+            store.close()
+        fork_run = json.loads((out / "run.json").read_text())["run_id"]
+        for record in seen:
+            assert record.episode_id != f"{run_id}/{episode}"  # the parent's own: rewritten by the fork
+            if not record.episode_id.startswith(f"{fork_run}/"):
+                assert record.created <= cutoff, (episode, record.episode_id, record.step)
+    assert later_somewhere > 0  # the parent's store did hold later records: the check is not vacuous
+
+
+def steps_t(log: Path, at: int) -> float:
+    """When the parent finished step at-1 (its header's time for at = 1)."""
+    events = read_events(log)
+    done = [e.t for e in events if isinstance(e, EnvStep) and e.step == at - 1]
+    return done[0] if done else events[0].t
+
+
+def test_a_replay_that_answers_differently_ends_the_fork_with_one_line(
+    parent: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "edited"
+    shutil.copytree(parent, run, ignore=shutil.ignore_patterns("memory.sqlite-*"))
+    episode = "13-" + next(p.stem[3:] for p in (run / "events").glob("13-*.jsonl"))
+    log = run / "events" / f"{episode}.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    second = next(r for r in rows if r["event"] == "env_step" and r["step"] == 2)
+    second["observation"] += " (edited)"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "fork"
+    with pytest.raises(SystemExit) as exc:
+        main(["fork", str(run), episode, "--at", "4", "--out", str(out)])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "replay diverged at step 2: observation" in err
+    events = read_events(out / "events" / f"{episode}.jsonl")
+    end = events[-1]
+    assert isinstance(end, EpisodeEnd) and end.end is EndState.ERROR and end.steps == 2
+    assert not [e for e in events if isinstance(e, ReplayEnd)]
+
+
+def test_a_fork_under_another_configuration_plays_on_and_reads_like_a_run(
+    parent: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "fork"
+    main(
+        [
+            "fork",
+            str(parent),
+            "13-" + first_13(parent),
+            "--at",
+            "3",
+            "--config",
+            "swift-only",
+            "--out",
+            str(out),
+        ]
+    )
+    summary: dict[str, Any] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(summary) == {"parent", "fork", "at", "store"} and summary["store"] is None  # no AMM
+    log = out / "events" / f"13-{first_13(parent)}.jsonl"
+    events = read_events(log)
+    assert isinstance(events[0], EpisodeStart) and events[0].config_name == "swift-only"
+    assert steps(log)[:2] == steps(parent / "events" / log.name)[:2]
+    html = write_report([out], tmp_path / "report")
+    assert html.is_file()
+
+
+def first_13(parent: Path) -> str:
+    return next(p.stem[3:] for p in (parent / "events").glob("13-*.jsonl"))
+
+
+def test_bad_input_is_one_line_and_writes_nothing(parent: Path, tmp_path: Path) -> None:
+    episode = read_parent(parent, "13-" + first_13(parent))
+    for at in (0, len(episode.steps) + 1):
+        with pytest.raises(UsageError, match="--at"):
+            fork_episode(episode, at, episode.config, tmp_path / "a")
+    with pytest.raises(UsageError, match="step_limit"):
+        fork_episode(episode, 5, load_config("swift-only", ["env.step_limit=3"]), tmp_path / "a")
+    with pytest.raises(UsageError, match=r"amm\.path"):
+        fork_episode(
+            episode, 2, load_config("swift-amm", [f"amm.path={tmp_path / 'x.sqlite'}"]), tmp_path / "a"
+        )
+    assert not (tmp_path / "a").exists()
+    with pytest.raises(UsageError, match="not a run directory"):
+        read_parent(tmp_path, "13-0000")
+    with pytest.raises(UsageError, match="no log of episode"):
+        read_parent(parent, "13-9999")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="not empty"):
+        fork_episode(episode, 2, episode.config, busy)
+    assert [p.name for p in busy.iterdir()] == ["notes.txt"]
