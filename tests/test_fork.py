@@ -15,10 +15,11 @@ from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.episodes import select_episodes
 from fastslow.errors import UsageError
+from fastslow.eval.attribute import Point, attribute, mechanism_points
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.fork import fork_episode, read_parent
 from fastslow.eval.report import write_report
-from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, ReplayEnd, read_events
+from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, GateDecision, ReplayEnd, read_events
 from fastslow.memory.stores.sqlite import SqliteStore
 
 #: five tasks, short dev episodes, one worker: every episode but the first ran on a JVM with a history.
@@ -190,3 +191,33 @@ def test_bad_input_is_one_line_and_writes_nothing(parent: Path, tmp_path: Path) 
     with pytest.raises(UsageError, match="not empty"):
         fork_episode(episode, 2, episode.config, busy)
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
+
+
+def test_attribute_forks_each_gate_drop_with_gate1_off_at_that_step(parent: Path, tmp_path: Path) -> None:
+    points = mechanism_points(parent, "gate-drop")
+    assert len(points) >= 2
+    out = tmp_path / "attr"
+    payload = attribute(parent, "gate-drop", out, limit=2, seed=0)
+    assert payload["events"] == len(points) and payload["sampled"] == payload["tried"] == 2
+    assert payload["replayed"] == 2 and payload["exact"] == 2  # the controls repeat the parent
+    score = payload["score_strict"]
+    assert score["better"] + score["same"] + score["worse"] == 2
+    for row in payload["points"]:
+        point = Point(**row["point"])
+        off = out / "forks" / point.name / "off" / "events" / f"{point.episode}.jsonl"
+        events = read_events(off)
+        start = events[0]
+        assert isinstance(start, EpisodeStart)
+        assert start.config["intervention"] == {"mechanism": "gate-drop", "step": point.step}
+        # Gate-1 was not consulted for that step's action, and was for the others
+        gates = [e for e in events if isinstance(e, GateDecision)]
+        assert not [g for g in gates if g.step == point.step] and gates
+        control = read_events(out / "forks" / point.name / "control" / "events" / off.name)
+        assert [g for g in control if isinstance(g, GateDecision) and g.step == point.step]
+    # a rerun plays nothing again
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")}
+    again = attribute(parent, "gate-drop", out, limit=2, seed=0)
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")} == stamps
+    assert again["score_strict"] == score
+    with pytest.raises(UsageError, match="not a run directory"):
+        attribute(tmp_path, "gate-drop", tmp_path / "none")

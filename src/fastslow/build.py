@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fastslow.agents import Agent, OracleAgent
-from fastslow.config import RunConfig
+from fastslow.config import Intervention, RunConfig
 from fastslow.controller.controller import SwiftSageAgent
 from fastslow.controller.sage import Sage
 from fastslow.core.focus import FocusJudge
-from fastslow.core.hooks import LoopHook
+from fastslow.core.hooks import LoopHook, SwitchedOff, SwitchPoint
 from fastslow.core.proposal import Proposer
 from fastslow.core.step import StepResult
 from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
@@ -37,6 +37,7 @@ from fastslow.reflection.hook import SrmHook
 from fastslow.reflection.srm import Srm
 from fastslow.swift.hook import PolicyHook
 from fastslow.swift.policy import SafetyPolicy
+from fastslow.vocab import Mechanism
 
 
 @dataclass
@@ -62,6 +63,8 @@ class Modules:
     """These episodes fill the store (``fastslow eval --warmup``): they write even in frozen mode."""
     markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
     """The run's failure markers (``env.failure_markers``), for SRM's stagnation detector."""
+    intervention: Intervention | None = None
+    """A mechanism off at one step (``fastslow attribute``): its hook wrapped in ``SwitchedOff``."""
 
     def episode(self, memory_key: str, sink: EventSink, first: StepResult) -> list[LoopHook]:
         """The hooks of one episode, in the order the controller walks them: policy, procedures, AMM,
@@ -74,7 +77,7 @@ class Modules:
         amm = None
         if self.amm is not None:
             amm = AmmHook(self.amm.episode(memory_key, sink, warmup=self.warmup))
-            hooks.append(amm)
+            hooks.append(self._switched(amm, {"t1-injection": "on_proposal"}))
         if self.srm is not None:
             srm = Srm.for_episode(
                 self.srm,
@@ -86,8 +89,17 @@ class Modules:
                 judge=self.focus_judge,
             )
             if srm is not None:
-                hooks.append(SrmHook(srm, amm.critic_memories if amm is not None else None))
+                hook = SrmHook(srm, amm.critic_memories if amm is not None else None)
+                hooks.append(self._switched(hook, {"gate-drop": "before_action", "critic": "buffer_actions"}))
         return hooks
+
+    def _switched(self, hook: LoopHook, points: dict[Mechanism, SwitchPoint]) -> LoopHook:
+        """``hook``, or ``hook`` with the intervention's mechanism off at its step when it is one of
+        ``points`` (the mechanisms this hook carries)."""
+        off = self.intervention
+        if off is None or off.mechanism not in points:
+            return hook
+        return SwitchedOff(hook, points[off.mechanism], off.step)
 
 
 def required_models(config: RunConfig) -> dict[str, ModelConfig]:
@@ -195,6 +207,7 @@ def build_swiftsage(
         focus_judge=TaskFocusRules() if procedures else None,
         warmup=ctl.warmup,
         markers=tuple(config.env.failure_markers),
+        intervention=config.intervention,
     )
     if swift is None:
         swift = make_proposer(

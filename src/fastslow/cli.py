@@ -258,6 +258,45 @@ def fork(
 
 
 @app.command()
+def attribute(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run's directory.")],
+    mechanism: Annotated[str, typer.Option("--mechanism", help="gate-drop, critic or t1-injection.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the forks and attribution.json.")],
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="A seeded sample of N events (default: every one).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample and the bootstrap.")] = 0,
+    workers: Annotated[int, typer.Option("--workers", help="Parallel forks (one JVM each).")] = 1,
+) -> None:
+    """Fork every logged event of a mechanism with it off at that step only: what did it change?"""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fastslow.eval.attribute import PointResult, attribute, describe
+    from fastslow.vocab import MECHANISMS
+
+    if mechanism not in MECHANISMS:
+        raise UsageError(f"--mechanism {mechanism!r}: one of {', '.join(MECHANISMS)}")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(f"{mechanism} forks", total=None)
+
+        def advance(result: PointResult, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        payload = attribute(
+            run_dir,
+            mechanism,
+            out,
+            limit=limit,
+            seed=seed,
+            workers=workers,
+            on_point=advance,
+        )
+    console.print(describe(payload), highlight=False)
+    print(json.dumps({k: v for k, v in payload.items() if k != "points"}))
+
+
+@app.command()
 def report(
     dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
     out: Annotated[Path | None, typer.Option("--out", help="Report directory (default: DIR/report).")] = None,

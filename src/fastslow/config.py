@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import SerializationInfo, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import (
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from fastslow.controller.config import ControllerConfig
 from fastslow.env.config import SCIENCEWORLD_SIMPLIFICATIONS as SCIENCEWORLD_SIMPLIFICATIONS
@@ -26,6 +32,7 @@ from fastslow.redact import is_secret_key, redact_data, wants_secrets
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.strict import StrictModel
 from fastslow.swift.config import SwiftConfig
+from fastslow.vocab import Mechanism
 
 
 class AgentConfig(StrictModel):
@@ -42,6 +49,19 @@ class SageConfig(StrictModel):
 
     model: ModelConfig = ModelConfig()
     """Language model Sage plans and grounds with (default: the embedded offline model)."""
+
+
+class Intervention(StrictModel):
+    """One mechanism switched off at one step of every episode (``fastslow attribute``'s forks).
+
+    ``gate-drop``: SRM's Gate-1 is not consulted for the action of step ``step + 1`` (what it would have
+    dropped runs); ``critic``: actions the Critic hands over after step ``step`` do not reach the buffer
+    (it is still called, so its budget is spent as it was); ``t1-injection``: AMM's T1 does not run on
+    Swift's proposal for step ``step + 1``. Every other step, and every other mechanism, as configured."""
+
+    mechanism: Mechanism
+    step: int = Field(ge=0)
+    """Env steps taken when the mechanism would act: the ``step`` of its event in the parent's log."""
 
 
 class RunConfig(StrictModel):
@@ -70,6 +90,9 @@ class RunConfig(StrictModel):
     """SwiftSage controller settings: escalation rules, action buffer, Sage prompting, early stop."""
     amm: AmmConfig = AmmConfig()
     """AMM (adaptive episodic memory, paper §3.1) settings; off unless ``amm.enabled``."""
+    intervention: Intervention | None = None
+    """A mechanism off at one step (set by ``fastslow attribute`` for its counterfactual forks); None:
+    every mechanism acts as configured."""
     warmup: Literal["any", "required", "refused"] = "any"
     """The memory regime this configuration stands for, checked by ``fastslow eval`` before anything
     is written: ``required`` refuses a run without ``--warmup`` (the paper's populated store),

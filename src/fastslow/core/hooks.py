@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Literal, Protocol
 
 from fastslow.core.proposal import MemoryHint, Proposal, Proposer
 from fastslow.core.step import StepResult
@@ -191,6 +191,51 @@ class LoopHook:
 
     def on_episode_end(self, traj: Trajectory) -> None:
         return None
+
+
+SwitchPoint = Literal["before_action", "buffer_actions", "on_proposal"]
+
+
+class SwitchedOff(LoopHook):
+    """``inner`` with one of its mechanisms off at one step (``config.Intervention``; ``fastslow
+    attribute``), every other call passed through. ``at``: env steps taken when the mechanism would act.
+
+    - ``before_action`` (``gate``): not consulted while the loop chooses step ``at + 1``: the candidate
+      goes on as proposed.
+    - ``buffer_actions`` (``critic``): what ``after_step`` / ``on_buffer_empty`` hand over at ``at`` steps
+      taken is discarded (the hook still runs, so its own state and budgets advance as they did).
+    - ``on_proposal`` (``t1``): not consulted on Swift's proposal for step ``at + 1``.
+    """
+
+    def __init__(self, inner: LoopHook, what: SwitchPoint, at: int) -> None:
+        self.inner, self.what, self.at = inner, what, at
+
+    def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> Revision:
+        if self.what == "on_proposal" and turn.result.steps == self.at:
+            return Revision(proposal)
+        return self.inner.on_proposal(proposal, turn)
+
+    def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
+        if self.what == "before_action" and view.result.steps == self.at:
+            return candidate
+        return self.inner.before_action(candidate, view)
+
+    def on_refused(self, candidate: Candidate, view: StepView) -> None:
+        self.inner.on_refused(candidate, view)
+
+    def plan_memories(self, traj: Trajectory) -> str:
+        return self.inner.plan_memories(traj)
+
+    def after_step(self, step: StepDone) -> BufferActions:
+        handed = self.inner.after_step(step)
+        return NO_ACTIONS if self.what == "buffer_actions" and step.result.steps == self.at else handed
+
+    def on_buffer_empty(self, traj: Trajectory) -> BufferActions:
+        handed = self.inner.on_buffer_empty(traj)
+        return NO_ACTIONS if self.what == "buffer_actions" and traj.current.steps == self.at else handed
+
+    def on_episode_end(self, traj: Trajectory) -> None:
+        self.inner.on_episode_end(traj)
 
 
 class HookFactory(Protocol):
