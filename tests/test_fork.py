@@ -221,3 +221,14 @@ def test_attribute_forks_each_gate_drop_with_gate1_off_at_that_step(parent: Path
     assert again["score_strict"] == score
     with pytest.raises(UsageError, match="not a run directory"):
         attribute(tmp_path, "gate-drop", tmp_path / "none")
+
+
+def test_a_fresh_jvm_per_episode_leaves_no_history_to_replay(parent: Path, tmp_path: Path) -> None:
+    headers = [read_events(p)[0] for p in sorted((parent / "events").glob("*.jsonl"))]
+    assert all(isinstance(h, EpisodeStart) and h.jvm is not None for h in headers)
+    assert [len(h.jvm.episodes) for h in headers if isinstance(h, EpisodeStart) and h.jvm] == [0, 1, 2, 3, 4]
+    out = tmp_path / "fresh"
+    config = load_config("swift-only", ["env.step_limit=4", "env.jvm_per_episode=true"])
+    evaluate(config, select_episodes("dev", tasks="7,17", limit_per_task=1), out)
+    fresh = [read_events(p)[0] for p in sorted((out / "events").glob("*.jsonl"))]
+    assert [h.jvm.episodes for h in fresh if isinstance(h, EpisodeStart) and h.jvm] == [[], []]

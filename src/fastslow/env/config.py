@@ -35,6 +35,11 @@ class EnvConfig(StrictModel):
     """Maximum env steps per episode (SwiftSage used 300; its baselines 100)."""
     jvm_timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     """A single JVM call taking longer than this ends the episode with a typed error instead of hanging."""
+    jvm_per_episode: bool = False
+    """Start a fresh ScienceWorld JVM for every episode (costs a JVM start, ~4 CPU-s, per episode).
+    ScienceWorld orders objects by the JVM's history, so an episode's texts depend on what its worker's
+    JVM played before; with this on they do not, and ``fastslow fork`` / ``attribute`` replay nothing
+    before the episode (docs/forks.md)."""
     failure_markers: list[str] = list(DEFAULT_FAILURE_MARKERS)
     """Words that make an observation a refusal (``Feedback.failure``; whole words, case-insensitive):
     one set for SwiftSage's failure messages, SRM's invalid loop and everything else that classifies

@@ -101,6 +101,8 @@ class _Worker:
             while True:
                 attempt += 1
                 path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
+                if config.env.jvm_per_episode:
+                    self.env.close()  # the next reset starts a fresh JVM
                 _purge_records(config, self._memory_key(episode))
                 history = self._history()
                 with JsonlWriter(path) as writer:
