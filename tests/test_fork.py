@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.request import urlopen
 
 import pytest
 
@@ -232,3 +233,49 @@ def test_a_fresh_jvm_per_episode_leaves_no_history_to_replay(parent: Path, tmp_p
     evaluate(config, select_episodes("dev", tasks="7,17", limit_per_task=1), out)
     fresh = [read_events(p)[0] for p in sorted((out / "events").glob("*.jsonl"))]
     assert [h.jvm.episodes for h in fresh if isinstance(h, EpisodeStart) and h.jvm] == [[], []]
+
+
+def test_the_viewer_shows_forks_beside_their_parent_and_the_attribution_page(
+    parent: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("selenium")
+    if shutil.which("chromedriver") is None or shutil.which("chromium") is None:
+        pytest.skip("chromium + chromium-driver are missing (.ci/run installs them)")
+    from selenium.webdriver.common.by import By
+
+    from fastslow.view.browser import chromium_driver, open_view, wait_for, wait_until
+    from fastslow.view.server import serve
+
+    out = tmp_path / "attr"
+    attribute(parent, "gate-drop", out, limit=1, seed=1)
+    server = serve([parent, out])
+    driver = chromium_driver()
+    try:
+        runs = json.loads(urlopen(server.url + "api/runs").read())
+        forks = [r for r in runs if r["fork"]]
+        assert len(forks) == 2 and all(r["fork"]["parent"] == 0 for r in forks)
+        (attr,) = json.loads(urlopen(server.url + "api/attributions").read())
+        (point,) = attr["points"]
+        assert set(point["runs"]) == {"control", "off"}
+        # the attribution page: one row per point, linking parent, control and off side by side
+        open_view(driver, server.url + "#/attribution/0")
+        wait_for(driver, "#attr-points")
+        rows = driver.find_elements(By.CSS_SELECTOR, "#attr-points tbody tr")
+        assert len(rows) == 1
+        href = rows[0].find_element(By.CSS_SELECTOR, "a.attr-compare").get_attribute("href") or ""
+        assert href.endswith(f"?runs=0,{point['runs']['control']},{point['runs']['off']}")
+        # the parent episode lists its forks, each a link to the compare view
+        episode = point["point"]["episode"]
+        open_view(driver, server.url + f"#/run/0/episode/{episode}")
+        wait_for(driver, "#forks")
+        links = driver.find_elements(By.CSS_SELECTOR, "#forks a.fork-link")
+        assert len(links) == 2
+        # the runs page lists the attribution, not its forks
+        open_view(driver, server.url + "#/")
+        wait_for(driver, "#attributions")
+        wait_until(
+            lambda: len(driver.find_elements(By.CSS_SELECTOR, "section.run")) == 1, what="one run card"
+        )
+    finally:
+        driver.quit()
+        server.shutdown()

@@ -78,7 +78,7 @@ def test_step_shares_add_up_to_one_and_are_the_logs_counts(run: Path, tmp_path: 
     table = (tmp_path / "report" / "step_shares.csv").read_text(encoding="utf-8").splitlines()
     assert table[0].split(",")[:4] == ["config", "env steps", "swift", "procedure"]
     assert table[1].split(",")[3] == f"{100 * shares['procedure']:.2f}%"
-    (view,) = open_runs([run])
+    (view,), _ = open_runs([run])
     assert view.summary()["step_shares"]["procedure"] == shares["procedure"]
     listed: Counter[str] = Counter()
     for entry in view.episodes():

@@ -9,11 +9,14 @@ server answers as a JSON error.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastslow.eval.attribute import RESULT_FILE
+from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.report import Run, load_run, run_summary
 from fastslow.eval.rundir import RunRecord, read_run_record
 from fastslow.eval.viewer import episode_entry, log_problem, read_episode, retrieved_ids, store_records
@@ -33,9 +36,13 @@ class RunView:
     def events_dir(self) -> Path:
         return self.run.path / "events"
 
+    fork: dict[str, Any] | None = None
+    """A fork's run (``fastslow fork``): its episode, the step it plays from, the parent run's index
+    among the runs served (None when the parent is not served) and the mechanism it has off."""
+
     def summary(self) -> dict[str, Any]:
-        """The run's header for the page (``eval.report.run_summary``)."""
-        return run_summary(self.run, self.record, self.index)
+        """The run's header for the page (``eval.report.run_summary``), plus ``fork``."""
+        return {**run_summary(self.run, self.record, self.index), "fork": self.fork}
 
     def episodes(self) -> list[dict[str, Any]]:
         """Every log's list entry, in file order, those that cannot be read whole marked (``problem``);
@@ -81,14 +88,64 @@ class RunView:
         return data
 
 
-def open_runs(paths: list[Path]) -> list[RunView]:
-    """The runs to view, each checked as ``fastslow report`` checks it (``UsageError``, one line)."""
-    views = []
-    for i, path in enumerate(paths):
-        run = load_run(path)
-        views.append(RunView(i, run, read_run_record(path)))
+@dataclass
+class Attribution:
+    """An attribution directory (``fastslow attribute``): its result and, per point, the indexes of its
+    control and mechanism-off forks among the runs served."""
+
+    index: int
+    path: Path
+    payload: dict[str, Any]
+    forks: dict[str, dict[str, int]]
+
+    def summary(self) -> dict[str, Any]:
+        points = []
+        for row in self.payload.get("points", []):
+            point = row["point"]
+            name = f"{point['episode']}-at{point['step'] + 1:03d}"
+            points.append({**row, "name": name, "runs": self.forks.get(name, {})})
+        head = {k: v for k, v in self.payload.items() if k != "points"}
+        return {"index": self.index, "path": str(self.path), **head, "points": points}
+
+
+def _fork_of(path: Path) -> dict[str, Any] | None:
+    """The ``fork`` of a run directory's first log header, None when it is not a fork."""
+    for log in sorted((path / "events").glob("*.jsonl")):
+        with log.open(encoding="utf-8") as fh:
+            header = json.loads(fh.readline() or "{}")
+        origin = header.get("fork")
+        if not isinstance(origin, dict):
+            return None
+        config = header.get("config") or {}
+        return {**origin, "episode": header.get("episode_id"), "intervention": config.get("intervention")}
+    return None
+
+
+def open_runs(paths: list[Path]) -> tuple[list[RunView], list[Attribution]]:
+    """The runs to view, each checked as ``fastslow report`` checks it (``UsageError``, one line). A
+    directory holding ``attribution.json`` stands for its forks (each a run) and its result page."""
+    views: list[RunView] = []
+    attributions: list[Attribution] = []
+    for path in paths:
+        if (path / RESULT_FILE).is_file():
+            payload = json.loads((path / RESULT_FILE).read_text(encoding="utf-8"))
+            forks: dict[str, dict[str, int]] = {}
+            for fork_dir in sorted((path / "forks").glob("*/*")):
+                if (fork_dir / METRICS_FILE).is_file():
+                    forks.setdefault(fork_dir.parent.name, {})[fork_dir.name] = len(views)
+                    views.append(RunView(len(views), load_run(fork_dir), read_run_record(fork_dir)))
+            attributions.append(Attribution(len(attributions), path, payload, forks))
+            continue
+        views.append(RunView(len(views), load_run(path), read_run_record(path)))
+    where = {v.run.path.resolve(): v.index for v in views}
+    for v in views:
+        origin = _fork_of(v.run.path)
+        if origin is not None:
+            origin["parent"] = where.get(Path(origin["run_dir"]).resolve())
+            v.fork = origin
     names = [v.run.name for v in views]
     for v in views:  # two runs of one config are told apart by their folders, as in the report
         if names.count(v.run.name) > 1:
-            v.run = Run(f"{v.run.name} ({v.run.path.name})", v.run.path, v.run.metrics)
-    return views
+            label = v.run.path.name if v.fork is None else f"{v.run.path.parent.name}/{v.run.path.name}"
+            v.run = Run(f"{v.run.name} ({label})", v.run.path, v.run.metrics)
+    return views, attributions

@@ -6,7 +6,8 @@ nothing fetched from elsewhere), and a small JSON API reads the run directories 
 
 - ``/api/runs``: every run's summary (tables, store, warm-up, warnings);
 - ``/api/runs/<i>/episodes``: run ``i``'s episode list (cached per log file, re-read when it changes);
-- ``/api/runs/<i>/episodes/<episode_id>``: one episode with its steps and mechanism events.
+- ``/api/runs/<i>/episodes/<episode_id>``: one episode with its steps and mechanism events;
+- ``/api/attributions``: each attribution directory's result, its points linked to their fork runs.
 
 The comparison views are computed in the page from those. Bound to 127.0.0.1 unless ``host`` names
 another address: run logs hold prompts and paths, and the viewer is a local tool. A request is answered
@@ -32,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.viewer import page
 from fastslow.redact import redact_data, redact_text
-from fastslow.view.data import RunView, open_runs
+from fastslow.view.data import Attribution, RunView, open_runs
 
 _EPISODES = re.compile(r"^/api/runs/(\d+)/episodes$")
 _EPISODE = re.compile(r"^/api/runs/(\d+)/episodes/([A-Za-z0-9_.-]+)$")
@@ -52,9 +53,16 @@ def check_port(port: int) -> int:
 class ViewerServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, runs: list[RunView], port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        runs: list[RunView],
+        port: int = 0,
+        host: str = "127.0.0.1",
+        attributions: list[Attribution] | None = None,
+    ) -> None:
         check_port(port)
         self.runs = runs
+        self.attributions = attributions or []
         self.page = page()
         self.host = host
         if ":" in host:  # an IPv6 literal such as ::1
@@ -128,6 +136,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/runs":
             self._json([r.summary() for r in runs])
             return
+        if path == "/api/attributions":
+            self._json([a.summary() for a in self.server.attributions])
+            return
         if m := _EPISODES.match(path):
             run = _run(runs, m.group(1))
             self._json(run.episodes()) if run else self._missing("no such run")
@@ -176,6 +187,7 @@ def serve(paths: list[Path], port: int = 0, host: str = "127.0.0.1") -> ViewerSe
     port outside 0-65535 (checked before anything is read) or a directory that is not a finished run.
     ``port`` 0 picks a free one (``server.url`` says which)."""
     check_port(port)
-    server = ViewerServer(open_runs(paths), port, host)
+    runs, attributions = open_runs(paths)
+    server = ViewerServer(runs, port, host, attributions)
     threading.Thread(target=server.serve_forever, daemon=True, name="fastslow-view").start()
     return server

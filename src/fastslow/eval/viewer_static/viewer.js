@@ -30,6 +30,7 @@
   function embeddedAnswer(path) {
     let m;
     if (path === "/api/runs") return EMBEDDED.runs;
+    if (path === "/api/attributions") return EMBEDDED.attributions || [];
     if ((m = path.match(/^\/api\/runs\/(\d+)\/episodes$/))) return EMBEDDED.episodes[m[1]] || [];
     if ((m = path.match(/^\/api\/runs\/(\d+)\/episodes\/(.+)$/))) {
       const ep = EMBEDDED.details[m[1] + "/" + m[2]];
@@ -39,6 +40,7 @@
     throw new Error("unknown path " + path);
   }
   const runs = () => api("/api/runs");
+  const attributions = () => api("/api/attributions");
   const episodes = (i) => api("/api/runs/" + i + "/episodes");
   const episode = (i, id) => api("/api/runs/" + i + "/episodes/" + encodeURIComponent(id));
 
@@ -108,6 +110,7 @@
     else if ((m = path.match(/^#\/run\/(\d+)\/episode\/(.+)$/))) view = showEpisode(+m[1], decodeURIComponent(m[2]), q);
     else if ((m = path.match(/^#\/compare\/(.+)$/))) view = showCompare(decodeURIComponent(m[1]), (q.runs || "0,1").split(",").map(Number));
     else if ((m = path.match(/^#\/diff\/(\d+)\/(\d+)$/))) view = showDiff(+m[1], +m[2]);
+    else if ((m = path.match(/^#\/attribution\/(\d+)$/))) view = showAttribution(+m[1]);
     else view = showRuns();
     return Promise.resolve(view).catch(fail).then(() => { if ((location.hash || "#/") === hash) app.dataset.route = hash; });
   }
@@ -116,9 +119,17 @@
   // ---- runs -------------------------------------------------------------------------------------
   function showRuns() {
     setCrumbs([["runs"]]);
-    return runs().then(function (all) {
+    return Promise.all([runs(), attributions()]).then(function ([everything, attr]) {
+      // an attribution's forks are reached from its page and from their parent episodes, not listed
+      const inAttr = new Set(attr.flatMap((a) => a.points.flatMap((p) => Object.values(p.runs))));
+      const all = everything.filter((r) => !inAttr.has(r.index));
       app.textContent = "";
       app.appendChild(el("h1", {}, all.length + (all.length === 1 ? " run" : " runs")));
+      if (attr.length) {
+        app.appendChild(el("section", { class: "card", id: "attributions" }, el("h2", {}, "Mechanism attributions"),
+          attr.map((a) => el("p", {}, link("#/attribution/" + a.index, a.mechanism + ": " + a.path, "attr-link"),
+            " · " + a.replayed + " of " + a.events + " events forked"))));
+      }
       if (all.length > 1) app.appendChild(diffPicker(all));
       all.forEach((run) => app.appendChild(runCard(run)));
     });
@@ -257,6 +268,14 @@
       const others = all.filter((r) => r.index !== i);
       if (others.length) {
         app.appendChild(el("p", {}, "Compare with: ", others.map((r) => [link("#/compare/" + encodeURIComponent(id) + "?runs=" + i + "," + r.index, r.name, "cmp-link"), " "])));
+      }
+      const forks = all.filter((r) => r.fork && r.fork.parent === i && r.fork.episode === id);
+      if (forks.length) {
+        app.appendChild(el("div", { class: "card", id: "forks" }, el("strong", {}, "Forks of this episode: "),
+          forks.map((r) => el("p", { class: "fork" },
+            el("button", { onclick: () => focusStep(Math.max(1, r.fork.at - 1)) }, "step " + r.fork.at),
+            " " + (r.fork.intervention ? r.fork.intervention.mechanism + " off at that step" : "under " + r.name) + " · ",
+            link("#/compare/" + encodeURIComponent(id) + "?runs=" + i + "," + r.index, "compare with this run", "fork-link")))));
       }
       const firstOf = (pred) => { const s = ep.steps.find(pred); return s ? s.step : null; };
       const jumps = [
@@ -419,6 +438,34 @@
       default:
         return el("details", { class: "ev", "data-event": e.event }, el("summary", {}, el("span", { class: "kind" }, e.event)), el("pre", {}, JSON.stringify(e, null, 1)));
     }
+  }
+
+  // ---- a mechanism attribution (fastslow attribute) ---------------------------------------------
+  function showAttribution(k) {
+    return Promise.all([runs(), attributions()]).then(function ([all, attr]) {
+      const a = attr[k];
+      if (!a) throw new Error("no such attribution");
+      setCrumbs([["runs", "#/"], ["attribution: " + a.mechanism]]);
+      app.textContent = "";
+      app.appendChild(el("h1", {}, a.mechanism + " · " + a.path));
+      const conv = (c) => c.better + " better / " + c.same + " same / " + c.worse + " worse; mean " + fmt(c.mean_difference, 2) +
+        (c.ci95 ? " (95% CI " + c.ci95[0] + " to " + c.ci95[1] + ")" : "");
+      app.appendChild(el("p", { id: "attr-summary" }, a.replayed + " of " + a.sampled + " sampled events forked (" + a.events + " logged; " +
+        a.diverged + " did not replay; " + a.exact + " controls repeated the parent exactly); " + a.prevented_failure +
+        " prevented a -100, " + a.cost_score + " cost the episode score."));
+      app.appendChild(el("p", {}, "With the mechanism minus without, paper convention: " + conv(a.score) + "; strict: " + conv(a.score_strict) + "."));
+      const sc = (x) => (x ? fmt(x.score, 0) + " / " + fmt(x.score_strict, 0) : "-");
+      const rows = a.points.map(function (p) {
+        const control = p.runs.control, off = p.runs.off;
+        const parent = control !== undefined && all[control] && all[control].fork ? all[control].fork.parent : null;
+        const which = [parent, control, off].filter((x) => x !== null && x !== undefined).join(",");
+        return el("tr", { class: "ep", "data-id": p.name },
+          td(p.point.episode), td(String(p.point.step + 1), "num"), td(sc(p.parent)), td(sc(p.control)), td(sc(p.off)),
+          td(p.diverged ? "diverged" : p.exact ? "yes" : "no"),
+          td(which ? link("#/compare/" + encodeURIComponent(p.point.episode) + "?runs=" + which, "compare", "attr-compare") : ""));
+      });
+      app.appendChild(table(["episode", "fork at step", "parent", "control", "mechanism off", "control = parent", ""], rows, { id: "attr-points" }));
+    });
   }
 
   // ---- compare one episode across runs ----------------------------------------------------------
