@@ -194,15 +194,23 @@ def test_bad_input_is_one_line_and_writes_nothing(parent: Path, tmp_path: Path) 
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
 
 
-def test_attribute_forks_each_gate_drop_with_gate1_off_at_that_step(parent: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def attributed(parent: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One of the parent's Gate-1 drops attributed (a seeded sample)."""
+    out = tmp_path_factory.mktemp("attr") / "gate"
+    return out, attribute(parent, "gate-drop", out, limit=1, seed=0)
+
+
+def test_attribute_forks_each_gate_drop_with_gate1_off_at_that_step(
+    parent: Path, attributed: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
     points = mechanism_points(parent, "gate-drop")
     assert len(points) >= 2
-    out = tmp_path / "attr"
-    payload = attribute(parent, "gate-drop", out, limit=2, seed=0)
-    assert payload["events"] == len(points) and payload["sampled"] == payload["tried"] == 2
-    assert payload["replayed"] == 2 and payload["exact"] == 2  # the controls repeat the parent
+    out, payload = attributed
+    assert payload["events"] == len(points) and payload["sampled"] == payload["tried"] == 1
+    assert payload["replayed"] == 1 and payload["exact"] == 1  # the control repeats the parent
     score = payload["score_strict"]
-    assert score["better"] + score["same"] + score["worse"] == 2
+    assert score["better"] + score["same"] + score["worse"] == 1
     for row in payload["points"]:
         point = Point(**row["point"])
         off = out / "forks" / point.name / "off" / "events" / f"{point.episode}.jsonl"
@@ -217,7 +225,7 @@ def test_attribute_forks_each_gate_drop_with_gate1_off_at_that_step(parent: Path
         assert [g for g in control if isinstance(g, GateDecision) and g.step == point.step]
     # a rerun plays nothing again
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")}
-    again = attribute(parent, "gate-drop", out, limit=2, seed=0)
+    again = attribute(parent, "gate-drop", out, limit=1, seed=0)
     assert {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")} == stamps
     assert again["score_strict"] == score
     with pytest.raises(UsageError, match="not a run directory"):
@@ -229,14 +237,14 @@ def test_a_fresh_jvm_per_episode_leaves_no_history_to_replay(parent: Path, tmp_p
     assert all(isinstance(h, EpisodeStart) and h.jvm is not None for h in headers)
     assert [len(h.jvm.episodes) for h in headers if isinstance(h, EpisodeStart) and h.jvm] == [0, 1, 2, 3, 4]
     out = tmp_path / "fresh"
-    config = load_config("swift-only", ["env.step_limit=4", "env.jvm_per_episode=true"])
+    config = load_config("swift-only", ["env.step_limit=2", "env.jvm_per_episode=true"])
     evaluate(config, select_episodes("dev", tasks="7,17", limit_per_task=1), out)
     fresh = [read_events(p)[0] for p in sorted((out / "events").glob("*.jsonl"))]
     assert [h.jvm.episodes for h in fresh if isinstance(h, EpisodeStart) and h.jvm] == [[], []]
 
 
 def test_the_viewer_shows_forks_beside_their_parent_and_the_attribution_page(
-    parent: Path, tmp_path: Path
+    parent: Path, attributed: tuple[Path, dict[str, Any]]
 ) -> None:
     pytest.importorskip("selenium")
     if shutil.which("chromedriver") is None or shutil.which("chromium") is None:
@@ -246,8 +254,7 @@ def test_the_viewer_shows_forks_beside_their_parent_and_the_attribution_page(
     from fastslow.view.browser import chromium_driver, open_view, wait_for, wait_until
     from fastslow.view.server import serve
 
-    out = tmp_path / "attr"
-    attribute(parent, "gate-drop", out, limit=1, seed=1)
+    out, _ = attributed
     server = serve([parent, out])
     driver = chromium_driver()
     try:
