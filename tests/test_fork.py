@@ -14,13 +14,23 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
+from fastslow.controller.sage import SageOff
 from fastslow.env.episodes import select_episodes
 from fastslow.errors import UsageError
 from fastslow.eval.attribute import Point, attribute, mechanism_points
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.fork import fork_episode, read_parent
 from fastslow.eval.report import write_report
-from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, GateDecision, ReplayEnd, read_events
+from fastslow.events import (
+    EndState,
+    EnvStep,
+    EpisodeEnd,
+    EpisodeStart,
+    GateDecision,
+    ReplayEnd,
+    SageCall,
+    read_events,
+)
 from fastslow.memory.stores.sqlite import SqliteStore
 
 #: five tasks, short dev episodes, one worker: every episode but the first ran on a JVM with a history.
@@ -286,3 +296,28 @@ def test_the_viewer_shows_forks_beside_their_parent_and_the_attribution_page(
     finally:
         driver.quit()
         server.shutdown()
+
+
+def test_a_sage_round_switched_off_leaves_the_step_to_the_fallback(tmp_path: Path) -> None:
+    """SwiftSage with a scripted Sage (the real controller, real ScienceWorld): its one round of the
+    episode, forked with the round off, answers nothing and Swift's branch acts instead."""
+    run = tmp_path / "run"
+    overrides = [
+        "sage.model.kind=scripted",
+        'sage.model.replies=["1. look around"]',
+        "sage.model.cycle=true",
+        "env.step_limit=13",
+    ]
+    evaluate(load_config("swiftsage", overrides), select_episodes("dev", tasks="13", limit_per_task=1), run)
+    (point,) = mechanism_points(run, "sage-round")
+    payload = attribute(run, "sage-round", tmp_path / "attr")
+    assert payload["tried"] == payload["replayed"] == payload["exact"] == 1
+    base = tmp_path / "attr" / "forks" / Point(point.episode, point.step).name
+    control = read_events(base / "control" / "events" / f"{point.episode}.jsonl")
+    off = read_events(base / "off" / "events" / f"{point.episode}.jsonl")
+    step = [e for e in control if isinstance(e, EnvStep) and e.step == point.at]
+    assert step and step[0].source == "sage"
+    step = [e for e in off if isinstance(e, EnvStep) and e.step == point.at]
+    assert step and step[0].source != "sage"
+    (call,) = [e for e in off if isinstance(e, SageCall) and e.step == point.step]
+    assert call.error == SageOff.OFF and call.model_calls == 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fastslow.agents import Agent, OracleAgent
 from fastslow.config import Intervention, RunConfig
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.sage import Sage
+from fastslow.controller.sage import Planner, Sage, SageOff
 from fastslow.core.focus import FocusJudge
 from fastslow.core.hooks import LoopHook, SwitchedOff, SwitchPoint
 from fastslow.core.proposal import Proposer
@@ -183,6 +183,10 @@ def build_swiftsage(
         if sage_model is not None and ctl.sage_enabled
         else None
     )
+    off = config.intervention
+    planner: Planner | None = sage
+    if sage is not None and off is not None and off.mechanism == "sage-round":
+        planner = SageOff(sage, off.step)
     srm = config.srm
     if critic_model is None and "critic" in needed:
         # One model per process: the Critic shares Sage's when both name the same model.
@@ -217,7 +221,7 @@ def build_swiftsage(
         )
     return SwiftSageAgent(
         swift,
-        sage,
+        planner,
         ctl,
         hooks=modules,
         min_confidence=config.swift.min_confidence,

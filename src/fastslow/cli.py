@@ -260,7 +260,9 @@ def fork(
 @app.command()
 def attribute(
     run_dir: Annotated[Path, typer.Argument(help="A finished run's directory.")],
-    mechanism: Annotated[str, typer.Option("--mechanism", help="gate-drop, critic or t1-injection.")],
+    mechanism: Annotated[
+        str, typer.Option("--mechanism", help="gate-drop, critic, t1-injection or sage-round.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Directory for the forks and attribution.json.")],
     limit: Annotated[
         int | None, typer.Option("--limit", help="A seeded sample of N events (default: every one).")

@@ -57,7 +57,9 @@ class Intervention(StrictModel):
     ``gate-drop``: SRM's Gate-1 is not consulted for the action of step ``step + 1`` (what it would have
     dropped runs); ``critic``: actions the Critic hands over after step ``step`` do not reach the buffer
     (it is still called, so its budget is spent as it was); ``t1-injection``: AMM's T1 does not run on
-    Swift's proposal for step ``step + 1``. Every other step, and every other mechanism, as configured."""
+    Swift's proposal for step ``step + 1``; ``sage-round``: a Sage round asked for while choosing step
+    ``step + 1`` answers nothing (``controller.sage.SageOff``: the arbiter's fallback acts, as when Sage
+    fails). Every other step, and every other mechanism, as configured."""
 
     mechanism: Mechanism
     step: int = Field(ge=0)

@@ -107,9 +107,9 @@ Refuser = Literal["gate", "policy", "focus_gate", "focus_done"]
 Swift's safety policy (an ambiguity answer completing a forbidden focus), the authors' focus gate (a
 Swift focus before Sage has focused) and its focus limit (the task's focus count reached)."""
 
-Mechanism = Literal["gate-drop", "critic", "t1-injection"]
+Mechanism = Literal["gate-drop", "critic", "t1-injection", "sage-round"]
 """A mechanism ``fastslow attribute`` switches off at one step (``config.Intervention``): SRM's Gate-1
-drops, the Critic's inserted actions, AMM's T1 retrieval into Swift."""
+drops, the Critic's inserted actions, AMM's T1 retrieval into Swift, a Sage round."""
 MECHANISMS: tuple[Mechanism, ...] = get_args(Mechanism)
 
 ProcedureRule = Literal[

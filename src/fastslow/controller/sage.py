@@ -124,6 +124,22 @@ class Planner(Protocol):
     def plan(self, request: PlanRequest, sink: EventSink) -> SagePlan: ...
 
 
+class SageOff:
+    """A ``Planner`` whose round at ``step`` env steps taken is switched off (``config.Intervention``,
+    ``fastslow attribute``): it answers no action with the reason in ``error``, so the controller logs
+    the round and its arbiter's fallback acts, as when Sage fails; every other round is ``inner``'s."""
+
+    OFF = "switched off at this step (fastslow attribute)"
+
+    def __init__(self, inner: Planner, step: int) -> None:
+        self.inner, self.step = inner, step
+
+    def plan(self, request: PlanRequest, sink: EventSink) -> SagePlan:
+        if request.step == self.step:
+            return SagePlan(actions=(), error=self.OFF)
+        return self.inner.plan(request, sink)
+
+
 class Sage:
     """Two-stage LLM planner over any ``ChatModel`` backend."""
 

@@ -44,6 +44,7 @@ from fastslow.events import (
     GateDecision,
     GateOutcome,
     MemoryInjection,
+    SageCall,
     read_events,
 )
 from fastslow.vocab import Mechanism
@@ -74,6 +75,8 @@ def _acted(event: Event, mechanism: Mechanism) -> bool:
         return isinstance(event, GateDecision) and event.outcome is GateOutcome.DROP
     if mechanism == "critic":
         return isinstance(event, CriticCall) and bool(event.actions) and event.injected
+    if mechanism == "sage-round":
+        return isinstance(event, SageCall)
     return isinstance(event, MemoryInjection) and event.trigger == "T1"
 
 
