@@ -22,16 +22,19 @@ from fastslow.eval.evaluate import evaluate
 from fastslow.eval.fork import fork_episode, read_parent
 from fastslow.eval.report import write_report
 from fastslow.events import (
+    BufferPush,
     EndState,
     EnvStep,
     EpisodeEnd,
     EpisodeStart,
     GateDecision,
+    MemoryInjection,
     ReplayEnd,
     SageCall,
     read_events,
 )
 from fastslow.memory.stores.sqlite import SqliteStore
+from fastslow.vocab import Mechanism
 
 #: five tasks, short dev episodes, one worker: every episode but the first ran on a JVM with a history.
 TASKS = "4,7,13,17,25"
@@ -321,3 +324,29 @@ def test_a_sage_round_switched_off_leaves_the_step_to_the_fallback(tmp_path: Pat
     assert step and step[0].source != "sage"
     (call,) = [e for e in off if isinstance(e, SageCall) and e.step == point.step]
     assert call.error == SageOff.OFF and call.model_calls == 0
+
+
+@pytest.mark.parametrize("mechanism", ["t1-injection", "critic"])
+def test_t1_and_the_critic_switched_off_at_one_step(
+    parent: Path, tmp_path: Path, mechanism: Mechanism
+) -> None:
+    """T1 does not run on that step's proposal; the Critic's answer after that step reaches no buffer."""
+    payload = attribute(parent, mechanism, tmp_path, limit=1, seed=0)
+    assert payload["replayed"] == payload["exact"] == 1
+    point = Point(**payload["points"][0]["point"])
+    runs = tmp_path / "forks" / point.name
+    off = read_events(runs / "off" / "events" / f"{point.episode}.jsonl")
+    control = read_events(runs / "control" / "events" / f"{point.episode}.jsonl")
+
+    def acted(events: list[Any]) -> list[Any]:
+        if mechanism == "t1-injection":
+            return [
+                e
+                for e in events
+                if isinstance(e, MemoryInjection) and e.trigger == "T1" and e.step == point.step
+            ]
+        return [
+            e for e in events if isinstance(e, BufferPush) and e.source == "critic" and e.step == point.step
+        ]
+
+    assert acted(control) and not acted(off)
