@@ -269,7 +269,14 @@ class ScienceWorldAdapter:
             self._jvm.close()
             self._jvm = None
         if self._jvm is None:
-            self._jvm = _Jvm(self.jvm_timeout_s, self.java_helper)
+            from py4j.protocol import Py4JError
+
+            try:
+                self._jvm = _Jvm(self.jvm_timeout_s, self.java_helper)
+            except (Py4JError, OSError, ConnectionError) as exc:
+                # A JVM that does not come up (an overloaded machine, a killed process) ends the episode
+                # with a typed error the worker retries, as a JVM that dies later does.
+                raise EnvError(f"ScienceWorld JVM failed to start: {type(exc).__name__}: {exc}") from exc
         return self._jvm
 
     @property
