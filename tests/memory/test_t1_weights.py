@@ -40,6 +40,15 @@ def _name(rows: list[dict[str, Any]]) -> str:
     return f"{int(rows[0]['task_id']):02d}-{int(rows[0]['variation']):04d}"
 
 
+def write(memory: EpisodeMemory, rows: list[dict[str, Any]]) -> None:
+    """AMM's write path over one gold episode, step by step as the controller calls it."""
+    previous = None
+    for _, traj in replay_rows(rows):
+        if previous is not None:
+            memory.after_step(traj, traj.turns[-1].action, previous, traj.current)
+        previous = traj.current
+
+
 @pytest.fixture(scope="module")
 def fixture(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Gold rows, linear weights holding every 2nd episode out, and a store written from two of the
@@ -66,12 +75,7 @@ def fixture(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     writers = [rows for rows in read_episodes(gold) if _name(rows) not in held][:2]
     for rows in writers:
         # named as a run's warm-up names its episodes
-        memory = EpisodeMemory(amm, store, ListSink(), f"0123abcd/warmup/{_name(rows)}")
-        previous = None
-        for _, traj in replay_rows(rows):
-            if previous is not None:
-                memory.after_step(traj, traj.turns[-1].action, previous, traj.current)
-            previous = traj.current
+        write(EpisodeMemory(amm, store, ListSink(), f"0123abcd/warmup/{_name(rows)}"), rows)
     written = store_episodes(store)
     store.close()
     return {"gold": gold, "linear": linear, "db": db, "held": held, "written": written, "amm": amm}
@@ -173,12 +177,7 @@ def test_bad_input_is_one_line(
     store = open_store(mixed)
     dev = get_task(6).variations["dev"][0]
     rows = next(iter(read_episodes(fixture["gold"])))
-    memory = EpisodeMemory(mixed, store, ListSink(), f"0123abcd/06-{dev:04d}")
-    previous = None
-    for _, traj in replay_rows(rows):
-        if previous is not None:
-            memory.after_step(traj, traj.turns[-1].action, previous, traj.current)
-        previous = traj.current
+    write(EpisodeMemory(mixed, store, ListSink(), f"0123abcd/06-{dev:04d}"), rows)
     assert store_episodes_unchecked(store)
     store.close()
     cases.append((["--store", str(tmp_path / "mixed.sqlite")], "not train variations"))
