@@ -43,7 +43,7 @@ TASKS = "4,7,13,17,25"
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fork") / "parent"
-    config = load_config("swift-amm-srm", ["env.step_limit=20"])
+    config = load_config("swift-amm-srm", ["env.step_limit=10"])
     metrics = evaluate(config, select_episodes("dev", tasks=TASKS, limit_per_task=1), out)
     assert metrics["episodes"] == 5 and metrics["errors"] == 0
     return out
