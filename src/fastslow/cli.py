@@ -544,10 +544,16 @@ def bench_swift_cmd(
 ) -> None:
     """Milliseconds per Swift decision (features, ranking, safety policy) at ~3,000 valid actions."""
     from fastslow.bench.swift import bench_swift
+    from fastslow.models.embeddings import minilm_encoder
     from fastslow.swift import make_policy, make_proposer
 
     cfg = _config(config, override)
-    proposer = make_proposer(cfg.swift, top_k=cfg.swift.rerank_pool, box_features=cfg.procedures.enabled)
+    proposer = make_proposer(
+        cfg.swift,
+        top_k=cfg.swift.rerank_pool,
+        box_features=cfg.procedures.enabled,
+        embedder=minilm_encoder,
+    )
     result = bench_swift(proposer, make_policy(cfg.swift), n_actions=actions, decisions=decisions)
     console.print(
         f"{result['proposer']}: {result['decisions']} decisions at {result['valid_actions']} valid actions: "
@@ -796,8 +802,16 @@ def train_swift_rerank_cmd(
     out: Annotated[Path, typer.Option("--out", help="Reranker file to write (JSON).")],
     depth: Annotated[int, typer.Option("--depth", help="Linear top candidates it re-orders.")] = 30,
     rounds: Annotated[int, typer.Option("--rounds", help="Most boosting rounds.")] = 400,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Add MiniLM sentence-embedding similarities of each candidate (extra `embed`).",
+        ),
+    ] = False,
 ) -> None:
     """Fit the LightGBM reranker on the episodes the linear weights held out (extra `rank`)."""
+    from fastslow.models.embeddings import minilm_encoder
     from fastslow.swift.imitation import SwiftWeights
     from fastslow.swift.rerank import RerankSettings, sha256_of, train_rerank
 
@@ -810,6 +824,7 @@ def train_swift_rerank_cmd(
         sha256_of(weights),
         RerankSettings(depth=depth, rounds=rounds),
         progress=lambda s: console.print(s, highlight=False),
+        embedder=minilm_encoder() if semantic else None,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     reranker.save(out)
