@@ -767,6 +767,30 @@ def data_focus_budgets(
     print(json.dumps({"tasks": len(data["budgets"]), "over_one": over_one}))
 
 
+def _provenance(data: Path, command: list[str]) -> dict[str, object]:
+    """What an artifact was trained from: the command (with every setting that shapes the artifact), the
+    gold dataset (its manifest's sha256, split and size) and the code (package versions, git commit,
+    hash of the sources)."""
+    import hashlib
+
+    from fastslow.eval.rundir import code_identity
+    from fastslow.swift.data import MANIFEST
+
+    raw = (data / MANIFEST).read_bytes()
+    manifest = json.loads(raw)
+    return {
+        "command": ["fastslow", "train", *command],
+        "data": {
+            "dir": str(data),
+            "manifest_sha256": hashlib.sha256(raw).hexdigest(),
+            "split": manifest.get("split"),
+            "episodes": manifest.get("episodes"),
+            "examples": manifest.get("examples"),
+        },
+        **code_identity(),
+    }
+
+
 @train_app.command("swift")
 def train_swift_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
@@ -785,6 +809,9 @@ def train_swift_cmd(
     target = out or Path(imitation.__file__).parent / "weights" / imitation.ARTIFACT
     weights, report = train(
         data, TrainSettings(epochs=epochs, holdout_every=holdout_every), progress=lambda s: console.print(s)
+    )
+    weights.meta["provenance"] = _provenance(
+        data, ["swift", "--epochs", str(epochs), "--holdout-every", str(holdout_every)]
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     weights.save(target)
@@ -826,6 +853,15 @@ def train_swift_rerank_cmd(
         progress=lambda s: console.print(s, highlight=False),
         embedder=minilm_encoder() if semantic else None,
     )
+    command = [
+        "swift-rerank",
+        "--depth",
+        str(depth),
+        "--rounds",
+        str(rounds),
+        *(["--semantic"] if semantic else []),
+    ]
+    reranker.meta["provenance"] = {**_provenance(data, command), "linear_sha256": reranker.linear_sha256}
     out.parent.mkdir(parents=True, exist_ok=True)
     reranker.save(out)
     console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
@@ -893,6 +929,8 @@ def train_swift_memory_cmd(
         )
     finally:
         opened.close()
+    # the report (kept in the weights' meta) names the store; a DSN is not repeated here
+    report["provenance"] = _provenance(data, ["swift-memory", "--config", cfg.name, "--l2", str(l2)])
     out.parent.mkdir(parents=True, exist_ok=True)
     fitted.save(out)
     console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

@@ -194,14 +194,13 @@ def test_the_semantic_columns_are_minilm_cosines_of_the_candidate(
     )
     assert pool.x.shape == (min(30, len(example.ids)), len(FEATURES) + len(SEMANTIC))
     actions = [table.strings[i] for i in example.ids[pool.positions].tolist()]
-    last_action, last_observation, _ = example.state.history[-1]
+    last_action = example.state.history[-1][0]
     a = encode(actions)
-    task, observation, action = encode([example.state.task_description, last_observation, last_action])
+    task, action = encode([example.state.task_description, last_action])
     sem = pool.x[:, len(FEATURES) :]
     assert np.allclose(sem[:, 0], a @ task, atol=1e-5)
     assert np.allclose(sem[:, 1], a @ task - (a @ task).max(), atol=1e-5)
-    assert np.allclose(sem[:, 2], a @ observation, atol=1e-5)
-    assert np.allclose(sem[:, 3], a @ action, atol=1e-5)
+    assert np.allclose(sem[:, 2], a @ action, atol=1e-5)
     # the same model and its predictions after a reload
     assert np.array_equal(reranker.booster.predict(pool.x), Reranker.load(semantic).booster.predict(pool.x))
 
