@@ -29,6 +29,7 @@ from fastslow.models import ChatModel, make_model
 from fastslow.models.breaker import guard
 from fastslow.models.cache import ResponseCache, cache_responses
 from fastslow.models.config import ModelConfig
+from fastslow.models.embeddings import minilm_encoder
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.hook import ProcedureHook
 from fastslow.procedures.logic import TaskLogic
@@ -218,6 +219,7 @@ def build_swiftsage(
             config.swift,
             top_k=config.swift.rerank_pool if ctl.swift_policy else None,
             box_features=procedures,
+            embedder=minilm_encoder,
         )
     return SwiftSageAgent(
         swift,

@@ -544,10 +544,16 @@ def bench_swift_cmd(
 ) -> None:
     """Milliseconds per Swift decision (features, ranking, safety policy) at ~3,000 valid actions."""
     from fastslow.bench.swift import bench_swift
+    from fastslow.models.embeddings import minilm_encoder
     from fastslow.swift import make_policy, make_proposer
 
     cfg = _config(config, override)
-    proposer = make_proposer(cfg.swift, top_k=cfg.swift.rerank_pool, box_features=cfg.procedures.enabled)
+    proposer = make_proposer(
+        cfg.swift,
+        top_k=cfg.swift.rerank_pool,
+        box_features=cfg.procedures.enabled,
+        embedder=minilm_encoder,
+    )
     result = bench_swift(proposer, make_policy(cfg.swift), n_actions=actions, decisions=decisions)
     console.print(
         f"{result['proposer']}: {result['decisions']} decisions at {result['valid_actions']} valid actions: "
@@ -761,6 +767,30 @@ def data_focus_budgets(
     print(json.dumps({"tasks": len(data["budgets"]), "over_one": over_one}))
 
 
+def _provenance(data: Path, command: list[str]) -> dict[str, object]:
+    """What an artifact was trained from: the command (with every setting that shapes the artifact), the
+    gold dataset (its manifest's sha256, split and size) and the code (package versions, git commit,
+    hash of the sources)."""
+    import hashlib
+
+    from fastslow.eval.rundir import code_identity
+    from fastslow.swift.data import MANIFEST
+
+    raw = (data / MANIFEST).read_bytes()
+    manifest = json.loads(raw)
+    return {
+        "command": ["fastslow", "train", *command],
+        "data": {
+            "dir": str(data),
+            "manifest_sha256": hashlib.sha256(raw).hexdigest(),
+            "split": manifest.get("split"),
+            "episodes": manifest.get("episodes"),
+            "examples": manifest.get("examples"),
+        },
+        **code_identity(),
+    }
+
+
 @train_app.command("swift")
 def train_swift_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
@@ -780,6 +810,9 @@ def train_swift_cmd(
     weights, report = train(
         data, TrainSettings(epochs=epochs, holdout_every=holdout_every), progress=lambda s: console.print(s)
     )
+    weights.meta["provenance"] = _provenance(
+        data, ["swift", "--epochs", str(epochs), "--holdout-every", str(holdout_every)]
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     weights.save(target)
     console.print(f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB)")
@@ -796,8 +829,16 @@ def train_swift_rerank_cmd(
     out: Annotated[Path, typer.Option("--out", help="Reranker file to write (JSON).")],
     depth: Annotated[int, typer.Option("--depth", help="Linear top candidates it re-orders.")] = 30,
     rounds: Annotated[int, typer.Option("--rounds", help="Most boosting rounds.")] = 400,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Add MiniLM sentence-embedding similarities of each candidate (extra `embed`).",
+        ),
+    ] = False,
 ) -> None:
     """Fit the LightGBM reranker on the episodes the linear weights held out (extra `rank`)."""
+    from fastslow.models.embeddings import minilm_encoder
     from fastslow.swift.imitation import SwiftWeights
     from fastslow.swift.rerank import RerankSettings, sha256_of, train_rerank
 
@@ -810,7 +851,17 @@ def train_swift_rerank_cmd(
         sha256_of(weights),
         RerankSettings(depth=depth, rounds=rounds),
         progress=lambda s: console.print(s, highlight=False),
+        embedder=minilm_encoder() if semantic else None,
     )
+    command = [
+        "swift-rerank",
+        "--depth",
+        str(depth),
+        "--rounds",
+        str(rounds),
+        *(["--semantic"] if semantic else []),
+    ]
+    reranker.meta["provenance"] = {**_provenance(data, command), "linear_sha256": reranker.linear_sha256}
     out.parent.mkdir(parents=True, exist_ok=True)
     reranker.save(out)
     console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
@@ -878,6 +929,8 @@ def train_swift_memory_cmd(
         )
     finally:
         opened.close()
+    # the report (kept in the weights' meta) names the store; a DSN is not repeated here
+    report["provenance"] = _provenance(data, ["swift-memory", "--config", cfg.name, "--l2", str(l2)])
     out.parent.mkdir(parents=True, exist_ok=True)
     fitted.save(out)
     console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

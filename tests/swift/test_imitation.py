@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fastslow.bench.swift import bench_swift
+from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
@@ -40,6 +44,29 @@ def test_training_fits_gold_actions_and_roundtrips(gold_dir: Path, tmp_path: Pat
     state = SwiftState.from_row(rows[1])
     top = state.valid_actions[int(np.argmax(swift.score_state(state)))]
     assert top == rows[1]["label"]
+
+
+def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
+    gold_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fastslow train swift` twice on the same data: byte-identical weights, whose provenance names the
+    dataset (its manifest's sha256 and size), the command and the code that trained them."""
+    paths = [tmp_path / "a.npz", tmp_path / "b.npz"]
+    for path in paths:
+        main(["train", "swift", "--data", str(gold_dir), "--epochs", "1", "--out", str(path)])
+    capsys.readouterr()
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    provenance = SwiftWeights.load(paths[0]).meta["provenance"]
+    manifest = (gold_dir / "manifest.json").read_bytes()
+    assert provenance["data"] == {
+        "dir": str(gold_dir),
+        "manifest_sha256": hashlib.sha256(manifest).hexdigest(),
+        "split": "train",
+        "episodes": json.loads(manifest)["episodes"],
+        "examples": json.loads(manifest)["examples"],
+    }
+    assert provenance["command"] == ["fastslow", "train", "swift", "--epochs", "1", "--holdout-every", "0"]
+    assert provenance["source"] and "git_commit" in provenance and provenance["fastslow"]
 
 
 def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) -> None:

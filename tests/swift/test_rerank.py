@@ -19,12 +19,22 @@ from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.eval.evaluate import evaluate
 from fastslow.events import SwiftProposal, read_events
+from fastslow.models.embeddings import MINILM_NAME, minilm_available, minilm_encoder
 from fastslow.swift import check_swift, make_proposer
 from fastslow.swift.config import SwiftConfig
 from fastslow.swift.data import episode_file, replay_episode, write_manifest
 from fastslow.swift.features import ActionTable
 from fastslow.swift.imitation import ImitationSwift, SwiftWeights
-from fastslow.swift.rerank import FEATURES, Reranker, RerankSettings, pool_features, sha256_of, train_rerank
+from fastslow.swift.rerank import (
+    FEATURES,
+    SEMANTIC,
+    Reranker,
+    RerankSettings,
+    RerankSwift,
+    pool_features,
+    sha256_of,
+    train_rerank,
+)
 from fastslow.swift.train import TrainSettings, load_examples, train
 
 pytest.importorskip("lightgbm")
@@ -130,3 +140,99 @@ def test_swift_only_plays_with_the_reranker(
     assert proposals and all(p.proposer == "rerank" and p.candidates for p in proposals)
     # scores on the linear scale, in the reranked order: the policy's penalties compare like with like
     assert all(p.scores == sorted(p.scores, reverse=True) for p in proposals)
+
+
+needs_minilm = pytest.mark.skipif(not minilm_available(), reason="the embed extra (MiniLM) is not installed")
+
+
+@pytest.fixture(scope="module")
+def semantic(
+    fitted: tuple[Path, Path, dict[str, object]], gold: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A reranker fitted through the command with MiniLM's similarity columns, on the same linear weights."""
+    if not minilm_available():
+        pytest.skip("the embed extra (MiniLM) is not installed")
+    linear, _, _ = fitted
+    out = tmp_path_factory.mktemp("semantic") / "rerank-semantic.json"
+    main(
+        [
+            "train",
+            "swift-rerank",
+            "--data",
+            str(gold),
+            "--weights",
+            str(linear),
+            "--semantic",
+            "--out",
+            str(out),
+        ]
+    )
+    return out
+
+
+@needs_minilm
+def test_the_semantic_columns_are_minilm_cosines_of_the_candidate(
+    fitted: tuple[Path, Path, dict[str, object]], semantic: Path, gold: Path
+) -> None:
+    linear, _, _ = fitted
+    reranker = Reranker.load(semantic)
+    assert reranker.embedder == MINILM_NAME and reranker.features == (*FEATURES, *SEMANTIC)
+    table = ActionTable()
+    examples, _, _ = load_examples(gold, table)
+    example = next(e for e in examples if len(e.state.history) >= 2)
+    name, encode = minilm_encoder()
+    assert name == reranker.embedder
+    pool = pool_features(
+        table,
+        example.ids,
+        example.state,
+        SwiftWeights.load(linear).w,
+        30,
+        reranker.verbs,
+        reranker.tasks,
+        encode=encode,
+    )
+    assert pool.x.shape == (min(30, len(example.ids)), len(FEATURES) + len(SEMANTIC))
+    actions = [table.strings[i] for i in example.ids[pool.positions].tolist()]
+    last_action = example.state.history[-1][0]
+    a = encode(actions)
+    task, action = encode([example.state.task_description, last_action])
+    sem = pool.x[:, len(FEATURES) :]
+    assert np.allclose(sem[:, 0], a @ task, atol=1e-5)
+    assert np.allclose(sem[:, 1], a @ task - (a @ task).max(), atol=1e-5)
+    assert np.allclose(sem[:, 2], a @ action, atol=1e-5)
+    # the same model and its predictions after a reload
+    assert np.array_equal(reranker.booster.predict(pool.x), Reranker.load(semantic).booster.predict(pool.x))
+
+
+@needs_minilm
+def test_a_semantic_reranker_needs_the_embedding_space_it_was_fitted_in(
+    fitted: tuple[Path, Path, dict[str, object]], semantic: Path
+) -> None:
+    linear, _, _ = fitted
+    config = SwiftConfig(backend="rerank", model_path=str(linear), rerank_path=str(semantic))
+    with pytest.raises(UsageError, match="reads sentence embeddings"):
+        make_proposer(config)
+    lexical = ("lexical-hash", lambda texts: np.zeros((len(texts), 8), dtype=np.float32))
+    with pytest.raises(UsageError, match=f"fitted on {MINILM_NAME} embeddings, not lexical-hash"):
+        make_proposer(config, embedder=lambda: lexical)
+    assert isinstance(make_proposer(config, embedder=minilm_encoder), RerankSwift)
+
+
+@needs_minilm
+def test_swift_only_plays_with_the_semantic_reranker(
+    fitted: tuple[Path, Path, dict[str, object]], semantic: Path, tmp_path: Path
+) -> None:
+    """The config path composes MiniLM for a reranker that reads it: a dev episode of task 13."""
+    linear, _, _ = fitted
+    overrides = ["swift.backend=rerank", f"swift.model_path={linear}", f"swift.rerank_path={semantic}"]
+    config = load_config("swift-only", [*overrides, "env.step_limit=6"])
+    episode = Episode(13, get_task(13).variations["dev"][0])
+    metrics = evaluate(config, [episode], tmp_path / "run")
+    assert metrics["episodes"] == 1 and metrics["errors"] == 0
+    proposals = [
+        e
+        for e in read_events(tmp_path / "run" / "events" / f"{episode.episode_id}.jsonl")
+        if isinstance(e, SwiftProposal)
+    ]
+    assert proposals and all(p.proposer == "rerank" and p.candidates for p in proposals)

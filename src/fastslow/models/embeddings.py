@@ -29,7 +29,7 @@ import re
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -293,6 +293,13 @@ def default_embedder(kind: EmbedderKind = "auto") -> CachedEmbedder:
     raise ValueError(f"unknown embedder kind {kind!r}: expected 'auto', 'minilm' or 'lexical'")
 
 
+def minilm_encoder() -> tuple[str, Callable[[Sequence[str]], FloatArray]]:
+    """MiniLM's space name and the shared cached encoder (``ModelUnavailableError`` without the ``embed``
+    extra): what Swift's semantic reranker columns are computed with."""
+    embedder = default_embedder("minilm")
+    return embedder.name, embedder.encode
+
+
 def similarity_sums(queries: Sequence[str], candidates: Sequence[str], embedder: Embedder) -> FloatArray:
     """Per candidate, the sum over ``queries`` of its cosine similarity to each (``sbert_search``'s score)."""
     query_list, candidate_list = _as_list(queries), _as_list(candidates)
@@ -325,6 +332,7 @@ __all__ = [
     "MiniLMEmbedder",
     "default_embedder",
     "minilm_available",
+    "minilm_encoder",
     "nearest",
     "similarity_sums",
 ]

@@ -3,6 +3,7 @@ the Flan-T5 backend."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,12 +13,21 @@ from fastslow.swift.config import SwiftConfig
 
 if TYPE_CHECKING:  # the policy pulls in numpy and the feature code: loaded when a policy is made
     from fastslow.swift.policy import SafetyPolicy
+    from fastslow.swift.rerank import Encoder
 
 
-def make_proposer(config: SwiftConfig, top_k: int | None = None, *, box_features: bool = False) -> Proposer:
+def make_proposer(
+    config: SwiftConfig,
+    top_k: int | None = None,
+    *,
+    box_features: bool = False,
+    embedder: Callable[[], tuple[str, Encoder]] | None = None,
+) -> Proposer:
     """Build the Swift backend named by ``config.backend``. ``box_features``: the imitation ranker reads
     the thermometer readings against the task's answer boxes (``swift.answer_box``: hand-written task
-    logic, on with ``procedures.enabled``); off, those two feature columns stay 0."""
+    logic, on with ``procedures.enabled``); off, those two feature columns stay 0. ``embedder``: makes
+    the sentence encoder a reranker fitted with semantic columns needs (``models.embeddings.minilm_encoder``;
+    the caller composes it, Swift does not import the models)."""
     k = top_k if top_k is not None else config.top_k
     if config.backend in ("imitation", "rerank"):
         from fastslow.swift.imitation import ImitationSwift, SwiftWeights
@@ -28,7 +38,7 @@ def make_proposer(config: SwiftConfig, top_k: int | None = None, *, box_features
             return linear
         from fastslow.swift.rerank import Reranker, RerankSwift, sha256_of
 
-        return RerankSwift(linear, Reranker.load(Path(config.rerank_path)), sha256_of(path))
+        return RerankSwift(linear, Reranker.load(Path(config.rerank_path)), sha256_of(path), embedder)
     if not config.model_path:
         raise UsageError("swift.backend=t5 needs swift.model_path: a local seq2seq checkpoint directory")
     from fastslow.swift.t5 import T5Swift

@@ -75,6 +75,38 @@ EXTRA = (
 )
 FEATURES: tuple[str, ...] = (*EXTRA, *DENSE)
 """Column order of the reranker's feature matrix."""
+SEMANTIC = ("sem_task", "sem_task_gap", "sem_last_action")
+"""Optional columns after ``FEATURES``: cosine similarities of sentence embeddings of the candidate with
+the task description (and its gap to the pool's best) and with the last action. Only texts that recur
+(the task, valid actions), so a decision's encodings are nearly all cache hits: the last observation,
+new at every step, would cost a MiniLM forward pass per decision (+20 ms measured, over the 10 ms
+budget) and is left out."""
+
+Encoder = Callable[[Sequence[str]], FloatArray]
+"""Texts -> L2-normalised rows (``fastslow.models.embeddings``' ``Embedder.encode``), injected by the
+caller: Swift sits beside ``models`` in the layers and imports none of it."""
+
+
+def feature_names(semantic: bool) -> tuple[str, ...]:
+    return (*FEATURES, *SEMANTIC) if semantic else FEATURES
+
+
+def semantic_features(strings: Sequence[str], state: SwiftState, encode: Encoder) -> FloatArray:
+    """The ``SEMANTIC`` columns of the candidates ``strings``."""
+    last = state.history[-1][0] if state.history else None
+    queries = [state.task_description] if last is None else [state.task_description, last]
+    vectors = np.asarray(encode([*strings, *queries]), dtype=np.float32)
+    actions = vectors[: len(strings)]
+    sem = np.zeros((len(strings), len(SEMANTIC)), dtype=np.float32)
+    if not len(strings):
+        return sem
+    sem[:, 0] = actions @ vectors[len(strings)]
+    sem[:, 1] = sem[:, 0] - sem[:, 0].max()
+    if last is not None:
+        sem[:, 2] = actions @ vectors[-1]
+    return sem
+
+
 CATEGORICAL = ("verb", "task")
 UNKNOWN = 0
 """Category id of a verb or task the training data did not have."""
@@ -124,8 +156,10 @@ def pool_features(
     verbs: dict[str, int],
     tasks: dict[str, int],
     box: bool = True,
+    encode: Encoder | None = None,
 ) -> Pool:
-    """The linear scores of every candidate and the features of its best ``depth``."""
+    """The linear scores of every candidate and the features of its best ``depth`` (with the
+    ``SEMANTIC`` columns when ``encode`` is given)."""
     idx, val = feature_index(table, ids, state, box)
     linear: FloatArray = (w[idx] * val).sum(axis=1)
     k = min(depth, len(ids))
@@ -133,7 +167,7 @@ def pool_features(
     best = float(linear[top[0]]) if k else 0.0
     probs = np.exp(linear - best)
     probs /= probs.sum()
-    x = np.zeros((k, len(FEATURES)), dtype=np.float32)
+    x = np.zeros((k, len(FEATURES) + (len(SEMANTIC) if encode else 0)), dtype=np.float32)
     x[:, 0] = linear[top]
     x[:, 1] = linear[top] - best
     x[:, 2] = np.arange(k)
@@ -155,7 +189,9 @@ def pool_features(
     x[:, 11] = len(state.history)
     x[:, 12] = state.score
     x[:, 13] = np.log1p(len(ids))
-    x[:, len(EXTRA) :] = dense_features(table, ids[top], state, box)
+    x[:, len(EXTRA) : len(FEATURES)] = dense_features(table, ids[top], state, box)
+    if encode is not None:
+        x[:, len(FEATURES) :] = semantic_features(strings, state, encode)
     return Pool(top.astype(np.int64), x, linear, probs)
 
 
@@ -169,12 +205,19 @@ class Reranker:
     tasks: dict[str, int]
     linear_sha256: str
     meta: dict[str, Any]
+    embedder: str | None = None
+    """Name of the sentence-embedding space of the ``SEMANTIC`` columns (None: fitted without them)."""
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return feature_names(self.embedder is not None)
 
     def save(self, path: Path) -> None:
         payload = {
             "format": FORMAT,
             "depth": self.depth,
-            "features": list(FEATURES),
+            "features": list(self.features),
+            "embedder": self.embedder,
             "verbs": self.verbs,
             "tasks": self.tasks,
             "linear_sha256": self.linear_sha256,
@@ -201,7 +244,8 @@ class Reranker:
             raise UsageError(f"{path} is not a fastslow reranker ({exc})") from exc
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise UsageError(f"{path} is not a fastslow reranker of format {FORMAT}")
-        if payload["features"] != list(FEATURES):
+        embedder = payload.get("embedder")
+        if payload["features"] != list(feature_names(embedder is not None)):
             raise UsageError(
                 f"{path} was fitted on other features: retrain it with `fastslow train swift-rerank`"
             )
@@ -213,6 +257,7 @@ class Reranker:
             dict(payload["tasks"]),
             str(payload["linear_sha256"]),
             dict(payload["meta"]),
+            None if embedder is None else str(embedder),
         )
 
 
@@ -221,11 +266,30 @@ class RerankSwift:
 
     name = "rerank"
 
-    def __init__(self, linear: ImitationSwift, reranker: Reranker, linear_sha256: str) -> None:
+    def __init__(
+        self,
+        linear: ImitationSwift,
+        reranker: Reranker,
+        linear_sha256: str,
+        embedder: Callable[[], tuple[str, Encoder]] | None = None,
+    ) -> None:
+        """``embedder``: makes the sentence encoder (its space's name, its ``encode``); called only
+        when the reranker was fitted with the ``SEMANTIC`` columns, and refused unless its space is the
+        one they were fitted in."""
         reranker.require_linear(linear_sha256)
         self.linear = linear
         self.reranker = reranker
         self.top_k = linear.top_k
+        self.encode: Encoder | None = None
+        if reranker.embedder is not None:
+            if embedder is None:
+                raise UsageError("this reranker reads sentence embeddings: no embedder was given")
+            name, self.encode = embedder()
+            if name != reranker.embedder:
+                raise UsageError(
+                    f"this reranker was fitted on {reranker.embedder} embeddings, not {name}: "
+                    "install the embed extra (pip install -e '.[embed]')"
+                )
 
     def propose(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> Proposal:
         state = self.linear.state_of(traj, memories)
@@ -235,7 +299,15 @@ class RerankSwift:
         ids = linear.table.ids(state.valid_actions)
         r = self.reranker
         pool = pool_features(
-            linear.table, ids, state, linear.weights.w, r.depth, r.verbs, r.tasks, linear.box_features
+            linear.table,
+            ids,
+            state,
+            linear.weights.w,
+            r.depth,
+            r.verbs,
+            r.tasks,
+            linear.box_features,
+            self.encode,
         )
         # one thread: LightGBM's OpenMP start costs more than 30 rows of trees (1.5 ms against 0.13 ms)
         second = np.asarray(r.booster.predict(pool.x.astype(np.float64), num_threads=1), dtype=np.float64)
@@ -275,13 +347,16 @@ def train_rerank(
     linear_sha256: str,
     settings: RerankSettings = RerankSettings(),
     progress: Callable[[str], None] | None = None,
+    embedder: tuple[str, Encoder] | None = None,
 ) -> tuple[Reranker, dict[str, Any]]:
     """Fit the second stage on the episodes of ``data`` the linear ``weights`` held out (module
-    docstring); returns the reranker and a report with both stages' top-1 on the validation episodes."""
+    docstring); returns the reranker and a report with both stages' top-1 on the validation episodes.
+    ``embedder`` (its space's name, its encoder) adds the ``SEMANTIC`` columns."""
     from fastslow.swift.train import load_examples
 
     lgb = _lightgbm()
     say = progress or (lambda _line: None)
+    encode = embedder[1] if embedder is not None else None
     t0 = time.perf_counter()
     listed = weights.meta.get("held_out", [])
     held = {str(e) for e in listed} if isinstance(listed, list) else set()
@@ -311,7 +386,7 @@ def train_rerank(
     steps = {True: 0, False: 0}
     skipped = 0
     for e in examples:
-        pool = pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks)
+        pool = pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks, encode=encode)
         is_valid = e.episode in valid_eps
         steps[is_valid] += 1
         linear_hits[is_valid] += int(pool.positions[0] == e.gold)
@@ -328,7 +403,8 @@ def train_rerank(
     say(f"{steps[False]} training and {steps[True]} validation steps ({time.perf_counter() - t0:.0f} s)")
     if not parts[False][2]:
         raise UsageError("no training step has its gold action in the linear top-depth")
-    categorical = [FEATURES.index(c) for c in CATEGORICAL]
+    names = feature_names(encode is not None)
+    categorical = [names.index(c) for c in CATEGORICAL]
     params = {
         "objective": "lambdarank",
         "metric": "ndcg",
@@ -348,7 +424,7 @@ def train_rerank(
             np.concatenate(xs),
             np.concatenate(ys),
             group=groups,
-            feature_name=list(FEATURES),
+            feature_name=list(names),
             categorical_feature=categorical,
             reference=reference,
             free_raw_data=False,
@@ -378,4 +454,7 @@ def train_rerank(
         report["valid_top1_rerank"] = round(hits / steps[True], 4)
     say(f"fitted {report['rounds']} rounds in {report['train_s']} s")
     meta = {**report, "episodes": episodes, "valid_episodes": sorted(valid_eps)}
-    return Reranker(booster, settings.depth, verbs, tasks, linear_sha256, meta), report
+    reranker = Reranker(
+        booster, settings.depth, verbs, tasks, linear_sha256, meta, embedder[0] if embedder else None
+    )
+    return reranker, report

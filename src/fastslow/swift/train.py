@@ -126,13 +126,11 @@ def _sample(
     if len(others) <= settings.negatives + settings.mined:
         return np.asarray([ex.gold, *others], dtype=np.int64)
     gold_id = ex.ids[ex.gold]
-    gold_verb = table.verb[gold_id]
-    gold_words = set(table.words[gold_id].tolist()) - {-1}
-    close = [
-        i
-        for i in others
-        if table.verb[ex.ids[i]] == gold_verb or gold_words & set(table.words[ex.ids[i]].tolist())
-    ]
+    gold_words = table.words[gold_id]
+    gold_words = gold_words[gold_words != -1]
+    near = (table.verb[ex.ids] == table.verb[gold_id]) | np.isin(table.words[ex.ids], gold_words).any(axis=1)
+    near[ex.gold] = False
+    close = np.flatnonzero(near).tolist()
     half = settings.negatives // 2
     chosen = set(rng.sample(close, min(half, len(close))))
     chosen.update(m for m in mined if m != ex.gold)
