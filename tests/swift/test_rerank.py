@@ -31,6 +31,7 @@ from fastslow.swift.rerank import (
     Reranker,
     RerankSettings,
     RerankSwift,
+    add_semantic,
     pool_features,
     sha256_of,
     train_rerank,
@@ -201,6 +202,24 @@ def test_the_semantic_columns_are_minilm_cosines_of_the_candidate(
     assert np.allclose(sem[:, 0], a @ task, atol=1e-5)
     assert np.allclose(sem[:, 1], a @ task - (a @ task).max(), atol=1e-5)
     assert np.allclose(sem[:, 2], a @ action, atol=1e-5)
+    # training encodes every distinct text once, in bulk: the same columns as a decision's own calls
+    bulk = [
+        pool_features(table, e.ids, e.state, SwiftWeights.load(linear).w, 30, reranker.verbs, reranker.tasks)
+        for e in examples[:5]
+    ]
+    add_semantic(bulk, examples[:5], table, encode, lambda _line: None)
+    for e, trained in zip(examples[:5], bulk, strict=True):
+        live = pool_features(
+            table,
+            e.ids,
+            e.state,
+            SwiftWeights.load(linear).w,
+            30,
+            reranker.verbs,
+            reranker.tasks,
+            encode=encode,
+        )
+        assert np.allclose(trained.x, live.x, atol=1e-4)
     # the same model and its predictions after a reload
     assert np.array_equal(reranker.booster.predict(pool.x), Reranker.load(semantic).booster.predict(pool.x))
 

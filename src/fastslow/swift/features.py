@@ -290,15 +290,18 @@ def _overlap(table: ActionTable, ids: IntArray, text: str) -> FloatArray:
 
 def _per_action(table: ActionTable, ids: IntArray, weights: dict[str, float]) -> FloatArray:
     """A value per candidate from a small {action: value} map, without a Python loop over candidates."""
-    if not weights:
-        return np.zeros(len(ids), dtype=np.float32)
-    dense = np.zeros(len(table.strings), dtype=np.float32)
-    known = table.known
-    for action, value in weights.items():
-        i = known(action)
-        if i is not None:
-            dense[i] = value
-    out: FloatArray = dense[ids]
+    out: FloatArray = np.zeros(len(ids), dtype=np.float32)
+    known = {i: value for action, value in weights.items() if (i := table.known(action)) is not None}
+    if not known:
+        return out
+    # a sorted lookup, not an array over the whole table (hundreds of thousands of strings in training)
+    keys = np.fromiter(known, dtype=np.int64, count=len(known))
+    order = np.argsort(keys)
+    keys = keys[order]
+    values = np.fromiter(known.values(), dtype=np.float32, count=len(known))[order]
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    hit = keys[at] == ids
+    out[hit] = values[at[hit]]
     return out
 
 

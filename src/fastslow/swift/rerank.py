@@ -341,6 +341,35 @@ class RerankSettings:
     seed: int = 0
 
 
+def add_semantic(
+    pools: Sequence[Pool],
+    examples: Sequence[Any],
+    table: ActionTable,
+    encode: Encoder,
+    say: Callable[[str], None],
+) -> None:
+    """Append the ``SEMANTIC`` columns to each training pool: every distinct text encoded once, in large
+    batches (a call per decision, as at play time, spends most of its time on per-call overhead)."""
+    t0 = time.perf_counter()
+    texts: dict[str, None] = {}
+    for pool, e in zip(pools, examples, strict=True):
+        texts.update(dict.fromkeys(table.strings[i] for i in e.ids[pool.positions].tolist()))
+        texts[e.state.task_description] = None
+        if e.state.history:
+            texts[e.state.history[-1][0]] = None
+    ordered = list(texts)
+    vectors = np.asarray(encode(ordered), dtype=np.float32)
+    row = {text: i for i, text in enumerate(ordered)}
+
+    def lookup(batch: Sequence[str]) -> FloatArray:
+        return vectors[[row[t] for t in batch]]
+
+    for pool, e in zip(pools, examples, strict=True):
+        strings = [table.strings[i] for i in e.ids[pool.positions].tolist()]
+        pool.x = np.hstack([pool.x, semantic_features(strings, e.state, lookup)])
+    say(f"{len(ordered)} distinct texts encoded ({time.perf_counter() - t0:.0f} s)")
+
+
 def train_rerank(
     data: Path,
     weights: SwiftWeights,
@@ -385,8 +414,10 @@ def train_rerank(
     linear_hits = {True: 0, False: 0}
     steps = {True: 0, False: 0}
     skipped = 0
-    for e in examples:
-        pool = pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks, encode=encode)
+    pools = [pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks) for e in examples]
+    if encode is not None:
+        add_semantic(pools, examples, table, encode, say)
+    for e, pool in zip(examples, pools, strict=True):
         is_valid = e.episode in valid_eps
         steps[is_valid] += 1
         linear_hits[is_valid] += int(pool.positions[0] == e.gold)
