@@ -7,7 +7,8 @@ trees over features the linear model can only add up: its own score, margin and 
 features (``features.DENSE``: named in the task, in the last observation, in the inventory, done
 before, memory hints, ...); and a few more about the candidate and the state (its verb and the task
 as categories, how many of its words the room shows, the step, the score, the number of valid
-actions). Candidates below ``depth`` keep the linear order.
+actions); optionally (``--semantic``) sentence-embedding similarities of the candidate with the task and
+the last action (``SEMANTIC``). Candidates below ``depth`` keep the linear order.
 
 Training (``fastslow train swift-rerank``) must not see the linear model's own training steps: there
 its scores are overconfident, and trees fitted on them would learn to trust it blindly. So the linear
@@ -16,8 +17,8 @@ reranker is fitted on those held-out episodes only (stacking on out-of-sample sc
 ``valid_every``-th of them kept for early stopping and the reported top-1.
 
 The artifact is one JSON file: LightGBM's text model, the verb and task vocabularies, the depth, the
-feature names, the sha256 of the linear weights it was fitted on (a reranker never runs on top of other
-weights) and the training report.
+feature names, the embedding space of the semantic columns (or none), the sha256 of the linear weights it
+was fitted on (a reranker never runs on top of other weights) and the training report.
 
 Contract: ``RerankSwift.propose`` returns the same kind of ``Proposal`` as the linear ranker; its
 confidence is the linear model's softmax probability of the chosen action over all valid actions (the
