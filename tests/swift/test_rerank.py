@@ -28,6 +28,8 @@ from fastslow.swift.imitation import ImitationSwift, SwiftWeights
 from fastslow.swift.rerank import (
     FEATURES,
     SEMANTIC,
+    Encoder,
+    Pool,
     Reranker,
     RerankSettings,
     RerankSwift,
@@ -36,7 +38,7 @@ from fastslow.swift.rerank import (
     sha256_of,
     train_rerank,
 )
-from fastslow.swift.train import TrainSettings, load_examples, train
+from fastslow.swift.train import Example, TrainSettings, load_examples, train
 
 pytest.importorskip("lightgbm")
 
@@ -183,16 +185,12 @@ def test_the_semantic_columns_are_minilm_cosines_of_the_candidate(
     example = next(e for e in examples if len(e.state.history) >= 2)
     name, encode = minilm_encoder()
     assert name == reranker.embedder
-    pool = pool_features(
-        table,
-        example.ids,
-        example.state,
-        SwiftWeights.load(linear).w,
-        30,
-        reranker.verbs,
-        reranker.tasks,
-        encode=encode,
-    )
+    w = SwiftWeights.load(linear).w
+
+    def pool_of(e: Example, encoder: Encoder | None = None) -> Pool:
+        return pool_features(table, e.ids, e.state, w, 30, reranker.verbs, reranker.tasks, encode=encoder)
+
+    pool = pool_of(example, encode)
     assert pool.x.shape == (min(30, len(example.ids)), len(FEATURES) + len(SEMANTIC))
     actions = [table.strings[i] for i in example.ids[pool.positions].tolist()]
     last_action = example.state.history[-1][0]
@@ -203,22 +201,10 @@ def test_the_semantic_columns_are_minilm_cosines_of_the_candidate(
     assert np.allclose(sem[:, 1], a @ task - (a @ task).max(), atol=1e-5)
     assert np.allclose(sem[:, 2], a @ action, atol=1e-5)
     # training encodes every distinct text once, in bulk: the same columns as a decision's own calls
-    bulk = [
-        pool_features(table, e.ids, e.state, SwiftWeights.load(linear).w, 30, reranker.verbs, reranker.tasks)
-        for e in examples[:5]
-    ]
+    bulk = [pool_of(e) for e in examples[:5]]
     add_semantic(bulk, examples[:5], table, encode, lambda _line: None)
     for e, trained in zip(examples[:5], bulk, strict=True):
-        live = pool_features(
-            table,
-            e.ids,
-            e.state,
-            SwiftWeights.load(linear).w,
-            30,
-            reranker.verbs,
-            reranker.tasks,
-            encode=encode,
-        )
+        live = pool_of(e, encode)
         assert np.allclose(trained.x, live.x, atol=1e-4)
     # the same model and its predictions after a reload
     assert np.array_equal(reranker.booster.predict(pool.x), Reranker.load(semantic).booster.predict(pool.x))
