@@ -66,3 +66,24 @@ def test_box_feature_reads_the_thermometer_against_the_threshold() -> None:
         ("use thermometer on liquid chocolate", "the thermometer measures a temperature of 40 degrees", 0)
     ]
     assert box_columns(state(liquid))[:2] == [(-1.0, 0.0), (1.0, 0.0)]
+
+
+def test_task_template_keys_are_the_same_whatever_the_cache_holds() -> None:
+    """A task description's template keys (``focus on <T>`` for chocolate's task) do not depend on
+    which actions, in which order, the cache met before, nor on other descriptions in between."""
+    other = "Your task is to boil water. First, focus on the water."
+    actions = [*ACTIONS, "focus on chocolate", "focus on water", "move chocolate to oven", "wait 10"]
+    fresh = ActionTable()
+    ids = fresh.ids(actions)
+    want = fresh.task_keys(ids, TASK)
+    table = ActionTable()
+    ids = table.ids(actions)
+    for part in (ids[3:5], ids[::-1], ids[:2]):  # a few at a time, reversed, with another task between
+        assert (table.task_keys(part, TASK) == want[[list(ids).index(i) for i in part]]).all()
+        table.task_keys(ids, other)
+    assert (table.task_keys(ids, TASK) == want).all()
+    # a word the task names is <T>: "focus on chocolate" here is "focus on water" in the boiling task,
+    # and neither is the other action under the same task
+    chocolate, water = actions.index("focus on chocolate"), actions.index("focus on water")
+    assert table.task_keys(ids[[water]], other)[0] == want[chocolate]
+    assert table.task_keys(ids[[chocolate]], other)[0] != want[chocolate] != want[water]

@@ -40,6 +40,8 @@ FloatArray = npt.NDArray[np.float32]
 N_BUCKETS = 1 << 20
 """Size of the hashed weight vector (4 MB as float32)."""
 CAND_SLOTS = 12
+TASK_CACHE_SIZE = 8192
+"""Task descriptions whose template keys are kept (all train variations have 3,592; an episode, one)."""
 WORD_SLOTS = 8
 _WORD = re.compile(r"[a-z0-9]+")
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
@@ -95,19 +97,28 @@ def candidate_keys(action: str) -> list[int]:
 
 
 class _TaskKeys:
-    """Task-template keys of one task description, by action id (``known`` marks the computed ones)."""
+    """Task-template keys of one task description: the action ids computed so far, ascending, and their
+    keys. Sparse, so that a training run keeps one per task description of the data (thousands) at the
+    cost of the actions each one's episodes offer, not of the whole table."""
 
     def __init__(self) -> None:
-        self.keys = np.zeros(1024, dtype=np.int64)
-        self.known = np.zeros(1024, dtype=bool)
+        self.ids = np.empty(0, dtype=np.int64)
+        self.keys = np.empty(0, dtype=np.int64)
 
-    def fit(self, n: int) -> None:
-        if n > len(self.keys):
-            size = max(n, 2 * len(self.keys))
-            self.keys = np.resize(self.keys, size)
-            known = np.zeros(size, dtype=bool)
-            known[: len(self.known)] = self.known
-            self.known = known
+    def positions(self, ids: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+        """Where each of ``ids`` sits in ``self.ids``, and whether it is there."""
+        at = np.searchsorted(self.ids, ids)
+        if not len(self.ids):
+            return at, np.zeros(len(ids), dtype=bool)
+        found = self.ids[np.minimum(at, len(self.ids) - 1)] == ids
+        return at, found
+
+    def add(self, ids: IntArray, keys: IntArray) -> None:
+        """Add the keys of ``ids`` (distinct, none present yet)."""
+        merged = np.concatenate([self.ids, ids])
+        order = np.argsort(merged, kind="stable")
+        self.ids = merged[order]
+        self.keys = np.concatenate([self.keys, keys])[order]
 
 
 class ActionTable:
@@ -183,12 +194,12 @@ class ActionTable:
         description, so a decision only computes it for actions new to the episode."""
         cache = self._task_cache.get(task_description)
         if cache is None:
-            if len(self._task_cache) > 64:
+            if len(self._task_cache) >= TASK_CACHE_SIZE:
                 self._task_cache.clear()
             cache = self._task_cache[task_description] = _TaskKeys()
-        cache.fit(len(self.strings))
-        missing = np.unique(ids[~cache.known[ids]])
-        if len(missing):
+        at, found = cache.positions(ids)
+        if not found.all():
+            missing = np.unique(ids[~found])
             named = set(words(task_description))
             strings = self.strings
             fresh = np.empty(len(missing), dtype=np.uint64)
@@ -196,9 +207,9 @@ class ActionTable:
                 toks = ["<T>" if t in named else "#" if t.isdigit() else t for t in strings[i].split()]
                 fresh[j] = h("AT:" + " ".join(toks))
             with np.errstate(over="ignore"):
-                cache.keys[missing] = (fresh * _MIX1).view(np.int64)
-            cache.known[missing] = True
-        out: IntArray = cache.keys[ids]
+                cache.add(missing, (fresh * _MIX1).view(np.int64))
+            at, _ = cache.positions(ids)
+        out: IntArray = cache.keys[at]
         return out
 
     def known(self, action: str) -> int | None:
