@@ -149,10 +149,11 @@ class GradientSums:
     """Per-index sums of a sparse gradient: each distinct index once, with the sum of its values.
 
     The same sums as ``np.unique(..., return_inverse=True)`` followed by ``np.bincount`` (float64,
-    values added in the order they come), in a tenth of the time: no sort. A scratch vector over all
-    buckets collects the sums and is zeroed again at the indices used; a second one picks one
-    occurrence of each index (whichever write of ``pos[flat] = k`` lands, exactly one k matches). The
-    indices come unsorted, which an elementwise Adagrad update does not see."""
+    values added in the order they come) without the sort: 0.8 ms instead of 3.0 for an example of
+    201 candidates with 160 features each (what is left is random access into the 1M buckets). A
+    scratch vector over all buckets collects the sums and is zeroed again at the indices used; a second
+    one picks one occurrence of each index (whichever write of ``pos[flat] = k`` lands, exactly one k
+    matches). The indices come unsorted, which an elementwise Adagrad update does not see."""
 
     def __init__(self, size: int) -> None:
         self._sum = np.zeros(size, dtype=np.float64)
