@@ -358,9 +358,9 @@ def test_semantics_imports_only_the_standard_library() -> None:
     """Cheap to import anywhere: no JVM adapter, py4j or scienceworld, no third-party package.
 
     The imports are read from the compiled bytecode (every ``IMPORT_NAME``, nested functions included),
-    not from ``ast.parse``: CPython 3.11 keeps one AST-construction depth counter per interpreter, and a
-    parse in another thread of the test process (a leftover server thread, say) fails this one with
-    ``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905)."""
+    not from ``ast.parse``: under xdist it once failed with ``SystemError: AST constructor recursion depth
+    mismatch``, a CPython 3.11 fault of its one AST-construction depth counter per interpreter when
+    another thread of the process builds an AST at the same time (python/cpython#106905)."""
     import dis
     import sys
     from pathlib import Path
