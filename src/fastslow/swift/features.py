@@ -96,6 +96,16 @@ def candidate_keys(action: str) -> list[int]:
     return keys[:CAND_SLOTS]
 
 
+def sorted_lookup(keys: IntArray, ids: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """For each of ``ids``, its position in the ascending ``keys`` and whether it is there (a position
+    is only meaningful where it is). A lookup without an array over the whole action table, which holds
+    hundreds of thousands of strings in training."""
+    if not len(keys):
+        return np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    return at, keys[at] == ids
+
+
 class _TaskKeys:
     """Task-template keys of one task description: the action ids computed so far, ascending, and their
     keys. Sparse, so that a training run keeps one per task description of the data (thousands) at the
@@ -104,14 +114,6 @@ class _TaskKeys:
     def __init__(self) -> None:
         self.ids = np.empty(0, dtype=np.int64)
         self.keys = np.empty(0, dtype=np.int64)
-
-    def positions(self, ids: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_]]:
-        """Where each of ``ids`` sits in ``self.ids``, and whether it is there."""
-        at = np.searchsorted(self.ids, ids)
-        if not len(self.ids):
-            return at, np.zeros(len(ids), dtype=bool)
-        found = self.ids[np.minimum(at, len(self.ids) - 1)] == ids
-        return at, found
 
     def add(self, ids: IntArray, keys: IntArray) -> None:
         """Add the keys of ``ids`` (distinct, none present yet)."""
@@ -197,7 +199,7 @@ class ActionTable:
             if len(self._task_cache) >= TASK_CACHE_SIZE:
                 self._task_cache.clear()
             cache = self._task_cache[task_description] = _TaskKeys()
-        at, found = cache.positions(ids)
+        at, found = sorted_lookup(cache.ids, ids)
         if not found.all():
             missing = np.unique(ids[~found])
             named = set(words(task_description))
@@ -208,7 +210,7 @@ class ActionTable:
                 fresh[j] = h("AT:" + " ".join(toks))
             with np.errstate(over="ignore"):
                 cache.add(missing, (fresh * _MIX1).view(np.int64))
-            at, _ = cache.positions(ids)
+            at, _ = sorted_lookup(cache.ids, ids)
         out: IntArray = cache.keys[at]
         return out
 
@@ -305,13 +307,10 @@ def _per_action(table: ActionTable, ids: IntArray, weights: dict[str, float]) ->
     known = {i: value for action, value in weights.items() if (i := table.known(action)) is not None}
     if not known:
         return out
-    # a sorted lookup, not an array over the whole table (hundreds of thousands of strings in training)
     keys = np.fromiter(known, dtype=np.int64, count=len(known))
     order = np.argsort(keys)
-    keys = keys[order]
     values = np.fromiter(known.values(), dtype=np.float32, count=len(known))[order]
-    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
-    hit = keys[at] == ids
+    at, hit = sorted_lookup(keys[order], ids)
     out[hit] = values[at[hit]]
     return out
 
