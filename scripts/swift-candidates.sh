@@ -7,7 +7,8 @@
 #
 # GOLD_DIR: `fastslow data gold --split train --per-task 0 --out GOLD_DIR` (all 3,592 train variations).
 # Writes OUT_DIR/{linear.npz,rerank.json,rerank-semantic.json}, the dev runs OUT_DIR/dev-*, and prints
-# one line per candidate: dev paper / strict score, -100 endings, step shares and the validation top-1.
+# one line per candidate: dev paper / strict score, -100 endings, step shares and the validation top-1;
+# the packaged model's dev run (OUT_DIR/dev-packaged) is the reference line.
 # Every step is resumable: an artifact or a finished run already there is kept (delete it to redo).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 GOLD_DIR OUT_DIR [DEV_LIMIT_PER_TASK]" >&2; exit 2; }
@@ -23,12 +24,14 @@ mkdir -p "$out"
   $fastslow train swift-rerank --data "$gold" --weights "$out/linear.npz" --semantic \
     --out "$out/rerank-semantic.json"
 
-dev=(--config swift-only --set dev --limit-per-task "$limit" --workers 2 -o "swift.model_path=$out/linear.npz")
+dev=(--config swift-only --set dev --limit-per-task "$limit" --workers 2)
 play() {  # name, overrides...
   local name=$1
   shift
   [ -f "$out/dev-$name/metrics.json" ] || $fastslow eval "${dev[@]}" "$@" --out "$out/dev-$name"
 }
+play packaged
+dev+=(-o "swift.model_path=$out/linear.npz")
 play linear
 play rerank -o swift.backend=rerank -o "swift.rerank_path=$out/rerank.json"
 play rerank-semantic -o swift.backend=rerank -o "swift.rerank_path=$out/rerank-semantic.json"
@@ -38,7 +41,12 @@ import json, sys
 from pathlib import Path
 
 out = Path(sys.argv[1])
-for name, model in (("linear", None), ("rerank", "rerank.json"), ("rerank-semantic", "rerank-semantic.json")):
+for name, model in (
+    ("packaged", None),
+    ("linear", None),
+    ("rerank", "rerank.json"),
+    ("rerank-semantic", "rerank-semantic.json"),
+):
     m = json.loads((out / f"dev-{name}" / "metrics.json").read_text())
     shares = {k: round(v, 3) for k, v in m["usage"]["step_shares"].items() if v}
     top1 = ""

@@ -16,7 +16,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows
-from fastslow.swift.features import SwiftState
+from fastslow.swift.features import SwiftState, feature_index
 from fastslow.swift.imitation import ImitationSwift, SwiftWeights
 from fastslow.swift.policy import SafetyPolicy
 from fastslow.swift.train import GradientSums, TrainSettings, accuracy, load_examples, train
@@ -123,6 +123,27 @@ def test_memories_change_the_ranking(env: ScienceWorldAdapter) -> None:
     before = float(swift.score_state(state)[i])
     state.memories = [(low, "it worked", "success")]
     assert float(swift.score_state(state)[i]) >= before + 3.0
+
+
+def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorldAdapter) -> None:
+    """A decision's scratch arrays carry nothing from the last one: states with more, fewer and again
+    more valid actions score exactly as ``(w[idx] * val).sum(axis=1)`` over fresh arrays."""
+    task = get_task(0)
+    variation = task.variations["train"][0]
+    first = env.reset(0, variation)
+    traj = Trajectory(0, task.name, variation, first.task_description, first)
+    swift = ImitationSwift(box_features=False)
+    states = [SwiftState.from_trajectory(traj)]
+    for action in [a for a in first.valid_actions if a.startswith("teleport to ")][:2]:
+        traj.record(action, "scripted", env.step(action))
+        states.append(SwiftState.from_trajectory(traj))
+    big = max(states, key=lambda s: len(s.valid_actions))
+    small = min(states, key=lambda s: len(s.valid_actions))
+    assert len(big.valid_actions) > len(small.valid_actions)
+    for state in (*states, big, small, big):
+        reused = swift.score_state(state)
+        idx, val = feature_index(swift.table, swift.table.ids(state.valid_actions), state, False)
+        assert np.array_equal(reused, (swift.weights.w[idx] * val).sum(axis=1))
 
 
 def test_bench_swift_reports_percentiles() -> None:

@@ -6,15 +6,17 @@ the model is a randomly initialised 1-layer T5. Skipped when the optional extra 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows
-from fastslow.swift.t5 import T5Swift, seq2seq_pairs, train_t5
+from fastslow.swift.t5 import T5Swift, seq2seq_pairs
 from integration.tiny_t5 import tiny_t5
 
 pytest.importorskip("transformers")
@@ -42,11 +44,19 @@ def test_input_follows_swiftsage_layout(gold_dir: Path) -> None:
     assert "\n" not in text and "\t" not in text
 
 
-def test_tiny_t5_finetunes_and_decodes(gold_dir: Path, tmp_path: Path, env: ScienceWorldAdapter) -> None:
+def test_tiny_t5_finetunes_and_decodes(
+    gold_dir: Path, tmp_path: Path, env: ScienceWorldAdapter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fastslow train swift-t5` on the gold dataset, end to end: the command's report, then the tuned
+    checkpoint played as a Swift."""
     base = tiny_checkpoint(gold_dir, tmp_path / "base")
-    report = train_t5(gold_dir, base, tmp_path / "tuned", max_steps=2, batch_size=4)
+    capsys.readouterr()
+    tuned = str(tmp_path / "tuned")
+    args = ["--data", str(gold_dir), "--base", str(base), "--out", tuned, "--max-steps", "2"]
+    main(["train", "swift-t5", *args])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["steps"] == 2 and report["pairs"] >= 10
-    swift = T5Swift(str(tmp_path / "tuned"), top_k=3, num_beams=5, max_new_tokens=16)
+    swift = T5Swift(tuned, top_k=3, num_beams=5, max_new_tokens=16)
     task = get_task(13)
     first = env.reset(13, task.variations["train"][0])
     proposal = swift.propose(Trajectory(13, task.name, 0, first.task_description, first))

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,18 +254,26 @@ def write_manifest(out: Path, split: str, per_task: int, simplification: str) ->
     return manifest
 
 
-def read_episodes(data: Path) -> Iterator[list[dict[str, Any]]]:
-    """The examples of a dataset directory, one list per episode, in step order."""
+def episode_name(path: Path) -> str:
+    """An episode file's name as examples and weights' ``held_out`` list it ("TT-VVVV")."""
+    return path.name.removesuffix(".jsonl.gz")
+
+
+def read_episodes(data: Path, only: Collection[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """The examples of a dataset directory, one list per episode, in step order; with ``only``, just
+    the episodes it names (the others are not decompressed)."""
     if not (data / MANIFEST).is_file():
         raise UsageError(f"{data} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
     for path in sorted(data.glob("*.jsonl.gz")):
+        if only is not None and episode_name(path) not in only:
+            continue
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             yield [json.loads(line) for line in fh]
 
 
-def read_rows(data: Path) -> Iterator[dict[str, Any]]:
-    """Every example of a dataset directory, episode by episode."""
-    for rows in read_episodes(data):
+def read_rows(data: Path, only: Collection[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every example of a dataset directory (or of the episodes ``only`` names), episode by episode."""
+    for rows in read_episodes(data, only):
         yield from rows
 
 

@@ -27,9 +27,10 @@ from fastslow.swift.features import (
     N_BUCKETS,
     ActionTable,
     FloatArray,
+    Scratch,
     SwiftState,
-    feature_index,
     h,
+    linear_scores,
 )
 
 ARTIFACT = "imitation.npz"
@@ -98,13 +99,12 @@ class ImitationSwift:
         """Fill the answer-box feature columns (``answer_box``; hand-written task logic, trained with
         them): ``make_proposer`` sets it from ``procedures.enabled``."""
         self.table = ActionTable()
+        self.scratch = Scratch()
 
     def score_state(self, state: SwiftState) -> FloatArray:
         """Model score of every valid action of ``state`` (same order)."""
         ids = self.table.ids(state.valid_actions)
-        idx, val = feature_index(self.table, ids, state, self.box_features)
-        scores: FloatArray = (self.weights.w[idx] * val).sum(axis=1)
-        return scores
+        return linear_scores(self.table, ids, state, self.weights.w, self.box_features, self.scratch)
 
     def state_of(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> SwiftState:
         state = SwiftState.from_trajectory(traj)

@@ -48,9 +48,10 @@ from fastslow.swift.features import (
     ActionTable,
     FloatArray,
     IntArray,
+    Scratch,
     SwiftState,
     dense_features,
-    feature_index,
+    linear_scores,
     verb_of,
     words,
 )
@@ -158,11 +159,11 @@ def pool_features(
     tasks: dict[str, int],
     box: bool = True,
     encode: Encoder | None = None,
+    scratch: Scratch | None = None,
 ) -> Pool:
     """The linear scores of every candidate and the features of its best ``depth`` (with the
     ``SEMANTIC`` columns when ``encode`` is given)."""
-    idx, val = feature_index(table, ids, state, box)
-    linear: FloatArray = (w[idx] * val).sum(axis=1)
+    linear = linear_scores(table, ids, state, w, box, scratch)
     k = min(depth, len(ids))
     top = np.argsort(-linear, kind="stable")[:k]
     best = float(linear[top[0]]) if k else 0.0
@@ -309,6 +310,7 @@ class RerankSwift:
             r.tasks,
             linear.box_features,
             self.encode,
+            linear.scratch,
         )
         # one thread: LightGBM's OpenMP start costs more than 30 rows of trees (1.5 ms against 0.13 ms)
         second = np.asarray(r.booster.predict(pool.x.astype(np.float64), num_threads=1), dtype=np.float64)
@@ -396,8 +398,7 @@ def train_rerank(
             "--holdout-every N`, so the reranker learns from scores on steps the linear model did not see"
         )
     table = ActionTable()
-    examples, _, stats = load_examples(data, table)
-    examples = [e for e in examples if e.episode in held]
+    examples, _, stats = load_examples(data, table, only=held)
     if not examples:
         raise UsageError(f"{data} holds none of the episodes these weights held out")
     episodes = sorted({e.episode for e in examples})
@@ -415,7 +416,11 @@ def train_rerank(
     linear_hits = {True: 0, False: 0}
     steps = {True: 0, False: 0}
     skipped = 0
-    pools = [pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks) for e in examples]
+    scratch = Scratch()
+    pools = [
+        pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks, scratch=scratch)
+        for e in examples
+    ]
     if encode is not None:
         add_semantic(pools, examples, table, encode, say)
     for e, pool in zip(examples, pools, strict=True):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,14 +83,15 @@ class TrainSettings:
 
 
 def load_examples(
-    data: Path, table: ActionTable
+    data: Path, table: ActionTable, only: Collection[str] | None = None
 ) -> tuple[list[Example], dict[str, set[str]], dict[str, Any]]:
-    """Labelled examples, per-task focus words, and label statistics."""
+    """Labelled examples, per-task focus words, and label statistics; with ``only``, of just the
+    episodes it names ("TT-VVVV")."""
     examples: list[Example] = []
     focus: dict[str, set[str]] = {}
     total = matched = 0
     named_count: dict[str, list[bool]] = {}
-    for row in read_rows(data):
+    for row in read_rows(data, only):
         total += 1
         gold = str(row["gold_action"])
         valid = row["valid_actions"]
