@@ -801,17 +801,30 @@ def train_swift_cmd(
     holdout_every: Annotated[
         int, typer.Option("--holdout-every", help="Hold out every n-th episode (0 = none).")
     ] = 0,
+    hash_bits: Annotated[
+        int, typer.Option("--hash-bits", help="Hashed weight vector of 2**N buckets (16-24).")
+    ] = 20,
 ) -> None:
     """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
     from fastslow.swift import imitation
     from fastslow.swift.train import TrainSettings, train
 
+    if not 16 <= hash_bits <= 24:
+        raise UsageError(f"--hash-bits must be 16-24 (got {hash_bits})")
     target = out or Path(imitation.__file__).parent / "weights" / imitation.ARTIFACT
-    weights, report = train(
-        data, TrainSettings(epochs=epochs, holdout_every=holdout_every), progress=lambda s: console.print(s)
-    )
+    settings = TrainSettings(epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits)
+    weights, report = train(data, settings, progress=lambda s: console.print(s))
     weights.meta["provenance"] = _provenance(
-        data, ["swift", "--epochs", str(epochs), "--holdout-every", str(holdout_every)]
+        data,
+        [
+            "swift",
+            "--epochs",
+            str(epochs),
+            "--holdout-every",
+            str(holdout_every),
+            "--hash-bits",
+            str(hash_bits),
+        ],
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     weights.save(target)

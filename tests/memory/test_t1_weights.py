@@ -107,7 +107,7 @@ def test_the_fit_reads_held_out_episodes_against_the_store(
     assert report["loss"]["fitted"] <= report["loss"]["no_memory"] + 0.05
     linear = SwiftWeights.load(fixture["linear"])
     fitted = SwiftWeights.load(out)
-    columns = [dense_global_index(n) for n in MEMORY_FEATURES]
+    columns = [dense_global_index(n, len(linear.w)) for n in MEMORY_FEATURES]
     assert [round(float(fitted.w[c]), 2) for c in columns] == pytest.approx(
         [report["weights"][n] for n in MEMORY_FEATURES], abs=0.02
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from fastslow.swift.features import (
     DENSE,
     ActionTable,
@@ -51,6 +53,8 @@ def test_feature_matrix_shapes_and_overlap() -> None:
     assert x[2, DENSE.index("visited_room")] == 1.0
     idx, val = feature_index(table, ids, st)
     assert idx.shape == val.shape and idx.min() >= 0
+    small, _ = feature_index(table, ids, st, buckets=1 << 16)
+    assert small.max() < 1 << 16 and np.array_equal(small, idx & ((1 << 16) - 1))
 
 
 def test_box_feature_reads_the_thermometer_against_the_threshold() -> None:

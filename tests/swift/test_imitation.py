@@ -15,6 +15,7 @@ from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
+from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows
 from fastslow.swift.features import SwiftState, feature_index
 from fastslow.swift.imitation import ImitationSwift, SwiftWeights
@@ -44,6 +45,21 @@ def test_training_fits_gold_actions_and_roundtrips(gold_dir: Path, tmp_path: Pat
     state = SwiftState.from_row(rows[1])
     top = state.valid_actions[int(np.argmax(swift.score_state(state)))]
     assert top == rows[1]["label"]
+
+
+def test_weights_of_more_buckets_train_score_and_refuse_other_sizes(gold_dir: Path, tmp_path: Path) -> None:
+    """``hash_bits`` sizes the weight vector; scoring reads the size from the weights; a file whose
+    vector is not a power of two is refused."""
+    weights, _ = train(gold_dir, TrainSettings(epochs=1, hash_bits=18))
+    assert len(weights.w) == 1 << 18
+    rows = list(read_rows(gold_dir))
+    state = SwiftState.from_row(rows[1])
+    swift = ImitationSwift(weights)
+    assert state.valid_actions[int(np.argmax(swift.score_state(state)))] == rows[1]["label"]
+    odd = tmp_path / "odd.npz"
+    SwiftWeights(np.zeros(1000, dtype=np.float32)).save(odd)
+    with pytest.raises(UsageError, match="power of two"):
+        SwiftWeights.load(odd)
 
 
 def test_gradient_sums_are_np_unique_and_bincount_without_the_sort() -> None:
@@ -88,7 +104,9 @@ def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
         "episodes": json.loads(manifest)["episodes"],
         "examples": json.loads(manifest)["examples"],
     }
-    assert provenance["command"] == ["fastslow", "train", "swift", "--epochs", "1", "--holdout-every", "0"]
+    assert provenance["command"] == [
+        *("fastslow", "train", "swift", "--epochs", "1", "--holdout-every", "0", "--hash-bits", "20")
+    ]
     assert provenance["source"] and "git_commit" in provenance and provenance["fastslow"]
 
 
@@ -142,7 +160,8 @@ def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorl
     assert len(big.valid_actions) > len(small.valid_actions)
     for state in (*states, big, small, big):
         reused = swift.score_state(state)
-        idx, val = feature_index(swift.table, swift.table.ids(state.valid_actions), state, False)
+        ids = swift.table.ids(state.valid_actions)
+        idx, val = feature_index(swift.table, ids, state, False, buckets=len(swift.weights.w))
         assert np.array_equal(reused, (swift.weights.w[idx] * val).sum(axis=1))
 
 

@@ -188,7 +188,7 @@ def collect(
     (steps, labelled steps, Swift failures, retries)."""
     frozen = SwiftWeights(weights.w.copy(), weights.focus_words, weights.meta)
     for name in MEMORY_FEATURES:
-        frozen.w[dense_global_index(name)] = 0.0
+        frozen.w[dense_global_index(name, len(frozen.w))] = 0.0
     swift = ImitationSwift(frozen, box_features=view.box_features)
     states: list[T1State] = []
     counts = {"steps": 0, "labelled": 0, "swift_failed": 0, "gold_vetoed": 0, "retries": 0}
@@ -381,5 +381,5 @@ def fit_memory_weights(
     }
     out = SwiftWeights(weights.w.copy(), weights.focus_words, {**weights.meta, "memory_weights": report})
     for name, value in zip(MEMORY_FEATURES, w, strict=True):
-        out.w[dense_global_index(name)] = value
+        out.w[dense_global_index(name, len(out.w))] = value
     return out, report

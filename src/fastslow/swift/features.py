@@ -39,7 +39,8 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
 
 N_BUCKETS = 1 << 20
-"""Size of the hashed weight vector (4 MB as float32)."""
+"""Default size of the hashed weight vector (4 MB as float32); a weights file's own length is its
+size (a power of two: indices are masked)."""
 CAND_SLOTS = 12
 TASK_CACHE_SIZE = 8192
 """Task descriptions whose template keys are kept (all train variations have 3,592; an episode, one)."""
@@ -350,7 +351,6 @@ def dense_features(table: ActionTable, ids: IntArray, state: SwiftState, box: bo
 
 
 _DENSE_BASE = ((np.arange(len(DENSE), dtype=np.uint64) + np.uint64(1)) * _MIX1).view(np.int64)
-_MASK = N_BUCKETS - 1
 
 
 class Scratch:
@@ -376,9 +376,11 @@ def feature_index(
     state: SwiftState,
     box: bool = True,
     scratch: Scratch | None = None,
+    buckets: int = N_BUCKETS,
 ) -> tuple[IntArray, FloatArray]:
-    """Hashed indices and values of every feature of every candidate: (n, K) each (``box``: as
-    ``dense_features``). With ``scratch`` both live in its reused arrays (valid until its next use).
+    """Hashed indices (in ``range(buckets)``, a power of two) and values of every feature of every
+    candidate: (n, K) each (``box``: as ``dense_features``). With ``scratch`` both live in its reused
+    arrays (valid until its next use).
 
     All hashing is XOR of pre-mixed 64-bit keys, done on int64 views so nothing is converted.
     """
@@ -409,7 +411,7 @@ def feature_index(
     idx[:, k_sparse + d : k_sparse + 2 * d] = (base ^ task)[None, :]
     idx[:, k_sparse + 2 * d : k_sparse + 3 * d] = by_verb ^ 7
     idx[:, k_sparse + 3 * d :] = by_verb ^ (task >> 3)
-    np.bitwise_and(idx, _MASK, out=idx)
+    np.bitwise_and(idx, buckets - 1, out=idx)
     for g in range(4):
         val[:, k_sparse + g * d : k_sparse + (g + 1) * d] = dense
     return idx, val
@@ -423,9 +425,10 @@ def linear_scores(
     box: bool = True,
     scratch: Scratch | None = None,
 ) -> FloatArray:
-    """``w · phi(s, a)`` for every candidate, the same numbers as ``(w[idx] * val).sum(axis=1)`` over
-    ``feature_index`` bit for bit; with ``scratch``, without allocating its (n, K) matrices."""
-    idx, val = feature_index(table, ids, state, box, scratch)
+    """``w · phi(s, a)`` for every candidate (``len(w)`` buckets), the same numbers as
+    ``(w[idx] * val).sum(axis=1)`` over ``feature_index`` bit for bit; with ``scratch``, without
+    allocating its (n, K) matrices."""
+    idx, val = feature_index(table, ids, state, box, scratch, len(w))
     if scratch is None:
         gathered: FloatArray = w[idx]
     else:

@@ -24,7 +24,6 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
 from fastslow.swift.features import (
     DENSE,
-    N_BUCKETS,
     ActionTable,
     FloatArray,
     Scratch,
@@ -41,11 +40,12 @@ ARTIFACT = "imitation.npz"
 MEMORY_WEIGHTS = {"mem_success": 3.0, "mem_near_miss": 1.0, "mem_avoid": -4.0, "mem_overlap": 1.0}
 
 
-def dense_global_index(name: str) -> int:
-    """Index of the global weight of a dense feature (same hashing as ``feature_index``)."""
+def dense_global_index(name: str, buckets: int) -> int:
+    """Index of the global weight of a dense feature in a weight vector of ``buckets`` (same hashing
+    as ``feature_index``)."""
     col = np.uint64(DENSE.index(name) + 1)
     with np.errstate(over="ignore"):
-        return int((col * np.uint64(0x9E3779B97F4A7C15)) % np.uint64(N_BUCKETS))
+        return int((col * np.uint64(0x9E3779B97F4A7C15)) % np.uint64(buckets))
 
 
 @dataclass
@@ -78,8 +78,11 @@ class SwiftWeights:
     @classmethod
     def _from(cls, arrays: np.lib.npyio.NpzFile) -> SwiftWeights:
         payload = json.loads(bytes(arrays["info"]).decode())
+        w = arrays["w"].astype(np.float32)
+        if len(w) < 2 or len(w) & (len(w) - 1):
+            raise UsageError(f"Swift weights of {len(w)} buckets: a weights file holds a power of two")
         return cls(
-            arrays["w"].astype(np.float32),
+            w,
             {k: set(v) for k, v in payload["focus_words"].items()},
             payload["meta"],
         )

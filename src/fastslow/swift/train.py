@@ -80,6 +80,8 @@ class TrainSettings:
     holdout_every: int = 0
     """Hold out every n-th episode to measure gold-action accuracy (0 = train on all)."""
     seed: int = 0
+    hash_bits: int = N_BUCKETS.bit_length() - 1
+    """The hashed weight vector holds 2**hash_bits buckets (default: ``features.N_BUCKETS``)."""
 
 
 def load_examples(
@@ -177,7 +179,7 @@ class GradientSums:
 def _scores(
     w: FloatArray, table: ActionTable, ex: Example, pos: IntArray
 ) -> tuple[FloatArray, IntArray, FloatArray]:
-    idx, val = feature_index(table, ex.ids[pos], ex.state)
+    idx, val = feature_index(table, ex.ids[pos], ex.state, buckets=len(w))
     return (w[idx] * val).sum(axis=1), idx, val
 
 
@@ -210,11 +212,12 @@ def train(
         held = [e for e in examples if e.episode in out]
         examples = [e for e in examples if e.episode not in out]
     rng = random.Random(settings.seed)
-    w = np.zeros(N_BUCKETS, dtype=np.float32)
-    acc = np.full(N_BUCKETS, 1e-3, dtype=np.float32)
-    u = np.zeros(N_BUCKETS, dtype=np.float32)
+    buckets = 1 << settings.hash_bits
+    w = np.zeros(buckets, dtype=np.float32)
+    acc = np.full(buckets, 1e-3, dtype=np.float32)
+    u = np.zeros(buckets, dtype=np.float32)
     count = 0
-    sums = GradientSums(N_BUCKETS)
+    sums = GradientSums(buckets)
     mined: dict[int, list[int]] = {}
     order = list(range(len(examples)))
 
@@ -223,7 +226,7 @@ def train(
         top-1 is of)."""
         out = (w - u / max(count, 1)).astype(np.float32)
         for name, value in MEMORY_WEIGHTS.items():
-            out[dense_global_index(name)] = value
+            out[dense_global_index(name, buckets)] = value
         return out
 
     top1: float | None = None
