@@ -354,10 +354,10 @@ _DENSE_BASE = ((np.arange(len(DENSE), dtype=np.uint64) + np.uint64(1)) * _MIX1).
 
 
 class Scratch:
-    """Arrays a scorer reuses from one decision to the next. A fresh multi-MB numpy array is mapped
-    from the kernel and zero-filled page by page on first touch; at 3,000 valid actions those faults
-    cost more than the hashing and the gathers (``fastslow bench swift``). A view it hands out is
-    valid until the next ``take`` of the same name."""
+    """Arrays a scorer reuses from one decision to the next. When the allocator maps a fresh multi-MB
+    numpy array from the kernel, its pages are zero-filled on first touch, and at 3,000 valid actions
+    that cost more than the hashing and the gathers (a profile of ``score_state``, docs/swift.md 2b).
+    A view it hands out is valid until the next ``take`` of the same name."""
 
     def __init__(self) -> None:
         self._arrays: dict[str, npt.NDArray[np.generic]] = {}
