@@ -391,12 +391,9 @@ def feature_index(
     n, d, slots = len(ids), len(DENSE), CAND_SLOTS + 1
     k_sparse = slots * len(ctx)
     width = k_sparse + 4 * d
-    if scratch is None:
-        idx = np.empty((n, width), dtype=np.int64)
-        val = np.empty((n, width), dtype=np.float32)
-    else:
-        idx = scratch.take("index", (n, width), np.int64)
-        val = scratch.take("value", (n, width), np.float32)
+    arrays = scratch if scratch is not None else Scratch()
+    idx = arrays.take("index", (n, width), np.int64)
+    val = arrays.take("value", (n, width), np.float32)
     cand = np.empty((n, slots), dtype=np.int64)
     cand[:, :CAND_SLOTS] = table.mixed[ids]
     cand[:, CAND_SLOTS] = table.task_keys(ids, state.task_description)
@@ -428,12 +425,10 @@ def linear_scores(
     """``w · phi(s, a)`` for every candidate (``len(w)`` buckets), the same numbers as
     ``(w[idx] * val).sum(axis=1)`` over ``feature_index`` bit for bit; with ``scratch``, without
     allocating its (n, K) matrices."""
-    idx, val = feature_index(table, ids, state, box, scratch, len(w))
-    if scratch is None:
-        gathered: FloatArray = w[idx]
-    else:
-        gathered = scratch.take("gathered", idx.shape, np.float32)
-        np.take(w, idx, out=gathered)
+    arrays = scratch if scratch is not None else Scratch()
+    idx, val = feature_index(table, ids, state, box, arrays, len(w))
+    gathered: FloatArray = arrays.take("gathered", idx.shape, np.float32)
+    np.take(w, idx, out=gathered)
     np.multiply(gathered, val, out=gathered)
     out: FloatArray = gathered.sum(axis=1)
     return out
