@@ -641,6 +641,25 @@ def data_gold(
     print(json.dumps(counts))
 
 
+@data_app.command("dagger")
+def data_dagger(
+    gold: Annotated[Path, typer.Option("--gold", help="Gold dataset whose variations are played (train).")],
+    out: Annotated[Path, typer.Option("--out", help="Dataset directory (resumable).")],
+    config: ConfigOpt = "swift-only",
+    override: OverrideOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="Processes, one JVM each.")] = 2,
+) -> None:
+    """Play a configuration on the gold dataset's train variations and label the states it reaches with
+    the gold path's next step (DAgger; docs/swift.md 2d)."""
+    from fastslow.eval.dagger import build_dagger
+
+    cfg = _config(config, override)
+    summary = build_dagger(gold, out, cfg, workers, progress=lambda line: console.print(line, highlight=False))
+    console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
+    counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}
+    print(json.dumps(counts))
+
+
 @data_app.command("sage-demos")
 def data_sage_demos(
     out: Annotated[
@@ -767,33 +786,45 @@ def data_focus_budgets(
     print(json.dumps({"tasks": len(data["budgets"]), "over_one": over_one}))
 
 
-def _provenance(data: Path, command: list[str]) -> dict[str, object]:
+def _provenance(data: Path | list[Path], command: list[str]) -> dict[str, object]:
     """What an artifact was trained from: the command (with every setting that shapes the artifact), the
-    gold dataset (its manifest's sha256, split and size) and the code (package versions, git commit,
-    hash of the sources)."""
+    datasets (each manifest's sha256, split, kind and size; ``data`` one entry per dataset when there
+    are several) and the code (package versions, git commit, hash of the sources)."""
     import hashlib
 
     from fastslow.eval.rundir import code_identity
     from fastslow.swift.data import MANIFEST
 
-    raw = (data / MANIFEST).read_bytes()
-    manifest = json.loads(raw)
-    return {
-        "command": ["fastslow", "train", *command],
-        "data": {
-            "dir": str(data),
+    def entry(d: Path) -> dict[str, object]:
+        raw = (d / MANIFEST).read_bytes()
+        manifest = json.loads(raw)
+        return {
+            "dir": str(d),
             "manifest_sha256": hashlib.sha256(raw).hexdigest(),
             "split": manifest.get("split"),
+            "kind": manifest.get("kind", "gold"),
             "episodes": manifest.get("episodes"),
             "examples": manifest.get("examples"),
-        },
+        }
+
+    dirs = data if isinstance(data, list) else [data]
+    return {
+        "command": ["fastslow", "train", *command],
+        "data": entry(dirs[0]) if len(dirs) == 1 else [entry(d) for d in dirs],
         **code_identity(),
     }
 
 
 @train_app.command("swift")
 def train_swift_cmd(
-    data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
+    data: Annotated[
+        list[Path],
+        typer.Option(
+            "--data",
+            help="Gold dataset directory (`fastslow data gold`); repeat it to add more, e.g. DAgger's "
+            "on-policy rows (`fastslow data dagger`).",
+        ),
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", help="Weights file (default: the packaged model).")
     ] = None,

@@ -101,6 +101,7 @@ def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
         "dir": str(gold_dir),
         "manifest_sha256": hashlib.sha256(manifest).hexdigest(),
         "split": "train",
+        "kind": "gold",
         "episodes": json.loads(manifest)["episodes"],
         "examples": json.loads(manifest)["examples"],
     }

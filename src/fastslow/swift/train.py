@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,16 +84,22 @@ class TrainSettings:
     """The hashed weight vector holds 2**hash_bits buckets (default: ``features.N_BUCKETS``)."""
 
 
+def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator[dict[str, Any]]:
+    for d in [data] if isinstance(data, Path) else data:
+        yield from read_rows(d, only)
+
+
 def load_examples(
-    data: Path, table: ActionTable, only: Collection[str] | None = None
+    data: Path | Sequence[Path], table: ActionTable, only: Collection[str] | None = None
 ) -> tuple[list[Example], dict[str, set[str]], dict[str, Any]]:
-    """Labelled examples, per-task focus words, and label statistics; with ``only``, of just the
-    episodes it names ("TT-VVVV")."""
+    """Labelled examples, per-task focus words, and label statistics of one dataset or several (a gold
+    dataset and DAgger's on-policy rows of the same variations, ``eval/dagger.py``); with ``only``, of
+    just the episodes it names ("TT-VVVV", in every dataset: a held-out variation is held out whole)."""
     examples: list[Example] = []
     focus: dict[str, set[str]] = {}
     total = matched = 0
     named_count: dict[str, list[bool]] = {}
-    for row in read_rows(data, only):
+    for row in _rows(data, only):
         total += 1
         gold = str(row["gold_action"])
         valid = row["valid_actions"]
@@ -110,7 +116,8 @@ def load_examples(
             Example(state, ids, valid.index(label), f"{row['task_id']:02d}-{row['variation']:04d}")
         )
         focused = verb_target(label, FOCUS)
-        if focused is not None:
+        if focused is not None and row.get("source") != "dagger":
+            # read from gold paths alone: an on-policy row's focus label repeats a gold path's
             target = (arguments(label) or [focused])[0]
             focus.setdefault(state.task_name, set()).update(words(target))
             named = set(words(target)) <= set(words(state.task_description))
@@ -195,11 +202,12 @@ def accuracy(w: FloatArray, table: ActionTable, examples: Sequence[Example]) -> 
 
 
 def train(
-    data: Path,
+    data: Path | Sequence[Path],
     settings: TrainSettings = TrainSettings(),
     progress: Callable[[str], None] | None = None,
 ) -> tuple[SwiftWeights, dict[str, Any]]:
-    """Fit the ranker on a gold dataset; returns the weights and a training report."""
+    """Fit the ranker on a gold dataset (or several datasets, read in order); returns the weights and a
+    training report."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     table = ActionTable()
