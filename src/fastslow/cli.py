@@ -654,7 +654,9 @@ def data_dagger(
     from fastslow.eval.dagger import build_dagger
 
     cfg = _config(config, override)
-    summary = build_dagger(gold, out, cfg, workers, progress=lambda line: console.print(line, highlight=False))
+    summary = build_dagger(
+        gold, out, cfg, workers, progress=lambda line: console.print(line, highlight=False)
+    )
     console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
     counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}
     print(json.dumps(counts))

@@ -83,6 +83,9 @@ PICK_UP = "pick up"
 """The verb that takes an object into the inventory."""
 NAVIGATION_VERBS = frozenset({TELEPORT, "go to"})
 """Verbs that only change the agent's room."""
+OBSERVE_ONLY = frozenset({"look around", "inventory"})
+"""Actions that change nothing and only print what every state already carries (its look and its
+inventory): a gold path's ``look around`` is no step an expert needs to ask for."""
 _PARTICLES = frozenset({"up", "down", "at", "in", "to", "on", "around"})
 """Second words that belong to the verb: "pick up", "look at", "look in", "go to", "focus on", ..."""
 ARGUMENT_JOINERS: tuple[str, ...] = (" into ", " in ", " to ", " on ", " from ")

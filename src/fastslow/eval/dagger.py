@@ -8,11 +8,12 @@ reached; the learner is then retrained on gold and on-policy rows together.
 
 The expert here is the variation's gold path, read from a gold dataset (``fastslow data gold``), and a
 pointer into it (``GoldPointer``): the label of a state is the first gold step the agent has not done
-yet, spelled as the state's valid list spells it. The pointer moves past a gold step when the agent
-takes it (or one of the next ``LOOKAHEAD`` gold steps, skipping what it left out), and past every gold
-step whose score the agent has reached. A state whose next gold step is not a valid action there gets
-no row. Nothing here knows a task: the expert is ScienceWorld's own gold path, the agent is the
-configuration being trained (``swift-only`` with the weights of the previous round).
+yet (``look around`` steps left out), spelled as the state's valid list spells it. The pointer moves
+past a gold step when the agent takes it (or one of the next ``LOOKAHEAD`` gold steps, skipping what
+it left out), and past the gold step that first scores what the agent's score now is. A state whose
+next gold step is not a valid action there gets no row. Nothing here knows a task: the expert is
+ScienceWorld's own gold path, the agent the configuration being trained (``swift-only`` with the
+weights of the previous round).
 
 Only train variations are played (the gold dataset holds nothing else). Rows have the gold dataset's
 format (``swift.data.example``) plus ``agent_action`` and ``source: "dagger"``; an episode's rows are the
@@ -38,7 +39,7 @@ from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SUCCESS_SCORE
+from fastslow.env.semantics import OBSERVE_ONLY, SUCCESS_SCORE
 from fastslow.env.tasks import get_task
 from fastslow.env.wrappers import Env, Wrapper
 from fastslow.errors import UsageError
@@ -48,8 +49,8 @@ from fastslow.swift.data import MANIFEST, episode_file, episode_name, example, r
 from fastslow.swift.train import label_of
 
 LOOKAHEAD = 2
-"""How many gold steps past the pointer an agent's action may match (it skipped a step it did not need,
-e.g. a ``look around``)."""
+"""How many gold steps past the pointer an agent's action may match (it left out a gold step it did not
+need, e.g. opening a door that was open)."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,15 @@ class GoldPath:
 
 
 class GoldPointer:
-    """The expert: where on its gold path the agent stands, and the gold step it should take next."""
+    """The expert: where on its gold path the agent stands, and the gold step it should take next.
+
+    The path it walks leaves out the gold path's ``OBSERVE_ONLY`` steps (``look around``): they change
+    nothing, and an expert that kept asking for one while the agent works elsewhere would teach Swift to
+    look around wherever it strays."""
 
     def __init__(self, path: GoldPath) -> None:
-        self.path = path
+        kept = [i for i, a in enumerate(path.actions) if a not in OBSERVE_ONLY]
+        self.path = GoldPath(tuple(path.actions[i] for i in kept), tuple(path.scores_after[i] for i in kept))
         self.next = 0
         """Index of the first gold step not done yet."""
 
@@ -193,9 +199,9 @@ def build_dagger(
 ) -> DaggerSummary:
     """Play ``config`` on every variation of the gold dataset ``gold`` and write the expert-labelled
     states into ``out`` (resumable: episodes with a file are skipped)."""
-    manifest = json.loads((gold / MANIFEST).read_text(encoding="utf-8")) if (gold / MANIFEST).is_file() else None
-    if manifest is None:
+    if not (gold / MANIFEST).is_file():
         raise UsageError(f"{gold} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
+    manifest = json.loads((gold / MANIFEST).read_text(encoding="utf-8"))
     if manifest.get("split") != "train":
         raise UsageError(f"{gold} holds '{manifest.get('split')}' variations; only train ones may be played")
     paths = read_gold_paths(gold)
