@@ -1,4 +1,4 @@
-"""Swift-only safety policy: no-effect rule, loop penalty, focus rule."""
+"""Swift-only safety policy: no-effect rule, loop penalty, no reset, focus rule."""
 
 from __future__ import annotations
 
@@ -44,6 +44,17 @@ def test_waiting_is_exempt_but_penalised_when_repeated() -> None:
     policy.observe(state, "wait1", state)
     scores = policy.adjust(["wait1"], np.array([5.0], dtype=np.float32), state, "boil")
     assert scores[0] == 5.0 - 2 * 1.5
+
+
+def test_reset_task_is_never_chosen_whatever_its_score() -> None:
+    """ScienceWorld's meta action erases the goal progress: vetoed even when everything else is
+    penalised below it (where the imitation ranker used to pick it)."""
+    policy = SafetyPolicy(repeat_penalty=6.0)
+    state = result()
+    for _ in range(3):
+        policy.observe(state, "wait1", state)
+    scores = policy.adjust(["wait1", "reset task"], np.array([5.0, 1.0], dtype=np.float32), state, "boil")
+    assert scores[1] == -np.inf and scores[0] == 5.0 - 3 * 6.0
 
 
 def test_focus_rule() -> None:

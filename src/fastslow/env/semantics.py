@@ -83,6 +83,10 @@ PICK_UP = "pick up"
 """The verb that takes an object into the inventory."""
 NAVIGATION_VERBS = frozenset({TELEPORT, "go to"})
 """Verbs that only change the agent's room."""
+RESET_TASK = "reset task"
+"""ScienceWorld's meta action, in nearly every state's valid list: it erases the goal progress and the
+focus ("You reset the goal progress and focus.", the score falls back) and changes nothing in the
+world. No gold path takes it."""
 OBSERVE_ONLY = frozenset({"look around", "inventory"})
 """Actions that change nothing and only print what every state already carries (its look and its
 inventory): a gold path's ``look around`` is no step an expert needs to ask for."""

@@ -10,6 +10,9 @@ policy" and "Measurements"):
   not proposed again in that state either (the task logic hears of it too: ``procedures.logic``).
 - **Loop penalty**: every execution of an action in the last ``window`` steps lowers its score by
   ``repeat_penalty``, so the agent does not oscillate between two states.
+- **No reset**: ScienceWorld's ``reset task`` (``env.semantics.RESET_TASK``) is never chosen: it
+  erases the goal progress and the focus and does nothing in the world. Without the rule the imitation
+  ranker took it in 34 of 259 dev episodes, once the loop penalty had pushed everything else down.
 - **Focus rule**: ``focus on X`` ends the episode with -100 when X is wrong, so Swift may focus only
   on an object whose words all appear in the task description or among the objects gold paths of
   this task focused on in training (only the former in tasks whose gold target is always named),
@@ -36,6 +39,7 @@ from fastslow.core.step import StepResult
 from fastslow.env.semantics import (
     AMBIGUOUS,
     FOCUS,
+    RESET_TASK,
     FocusObject,
     focus_contents_mismatch,
     focus_repeats,
@@ -135,7 +139,8 @@ class SafetyPolicy:
         ambiguous_focus = ambiguous_focus and current.observation.startswith(AMBIGUOUS)
         for i, action in enumerate(actions):
             if (
-                (ambiguous_focus and action.isdigit())
+                action == RESET_TASK
+                or (ambiguous_focus and action.isdigit())
                 or self._held(action, fingerprint)
                 or (
                     self.focus_rule
