@@ -45,7 +45,7 @@ from fastslow.env.wrappers import Env, Wrapper
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
 from fastslow.events import EndState, ListSink
-from fastslow.swift.data import MANIFEST, episode_file, episode_name, example, read_episodes
+from fastslow.swift.data import MANIFEST, count_examples, episode_file, example, read_episodes
 from fastslow.swift.train import label_of
 
 LOOKAHEAD = 2
@@ -227,15 +227,6 @@ def write_manifest(out: Path, gold: Path, config: RunConfig) -> dict[str, Any]:
     """The dataset's manifest: the gold dataset's split (train), what played, examples per task."""
     import hashlib
 
-    per_task: dict[str, int] = {}
-    names: list[str] = []
-    total = 0
-    for path in sorted(out.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            n = sum(1 for _ in fh)
-        per_task[path.name[:2]] = per_task.get(path.name[:2], 0) + n
-        names.append(episode_name(path))
-        total += n
     manifest = {
         "split": "train",
         "kind": "dagger",
@@ -244,10 +235,7 @@ def write_manifest(out: Path, gold: Path, config: RunConfig) -> dict[str, Any]:
         "config": config.name,
         "swift_model_path": str(config.swift.model_path) if config.swift.model_path else None,
         "command": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "",
-        "episodes": len(names),
-        "examples": total,
-        "examples_per_task": per_task,
-        "episode_ids": names,
+        **count_examples(out),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest

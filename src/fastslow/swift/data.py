@@ -226,29 +226,36 @@ def build_gold(
     return GoldSummary(manifest["episodes"], manifest["examples"], skipped)
 
 
-def write_manifest(out: Path, split: str, per_task: int, simplification: str) -> dict[str, Any]:
-    import scienceworld
-
-    per_task_counts: dict[str, int] = {}
+def count_examples(out: Path) -> dict[str, Any]:
+    """What a dataset directory holds: its episodes ("TT-VVVV"), examples in all and per task (the
+    counting part of a manifest, gold or DAgger)."""
+    per_task: dict[str, int] = {}
     episodes: list[str] = []
     total = 0
     for path in sorted(out.glob("*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             n = sum(1 for _ in fh)
-        task = path.name[:2]
-        per_task_counts[task] = per_task_counts.get(task, 0) + n
+        per_task[path.name[:2]] = per_task.get(path.name[:2], 0) + n
         episodes.append(path.name.removesuffix(".jsonl.gz"))
         total += n
+    return {
+        "episodes": len(episodes),
+        "examples": total,
+        "examples_per_task": per_task,
+        "episode_ids": episodes,
+    }
+
+
+def write_manifest(out: Path, split: str, per_task: int, simplification: str) -> dict[str, Any]:
+    import scienceworld
+
     manifest = {
         "split": split,
         "per_task": per_task,
         "simplification": simplification,
         "scienceworld_version": scienceworld.__version__,
         "command": " ".join(["fastslow", *sys.argv[1:]]) if sys.argv else "",
-        "episodes": len(episodes),
-        "examples": total,
-        "examples_per_task": per_task_counts,
-        "episode_ids": episodes,
+        **count_examples(out),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
