@@ -837,6 +837,7 @@ def train_swift_cmd(
     hash_bits: Annotated[
         int, typer.Option("--hash-bits", help="Hashed weight vector of 2**N buckets (16-24).")
     ] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the negative sampling and order.")] = 0,
 ) -> None:
     """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
     from fastslow.swift import imitation
@@ -845,7 +846,7 @@ def train_swift_cmd(
     if not 16 <= hash_bits <= 24:
         raise UsageError(f"--hash-bits must be 16-24 (got {hash_bits})")
     target = out or Path(imitation.__file__).parent / "weights" / imitation.ARTIFACT
-    settings = TrainSettings(epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits)
+    settings = TrainSettings(epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits, seed=seed)
     weights, report = train(data, settings, progress=lambda s: console.print(s))
     weights.meta["provenance"] = _provenance(
         data,
@@ -857,6 +858,8 @@ def train_swift_cmd(
             str(holdout_every),
             "--hash-bits",
             str(hash_bits),
+            "--seed",
+            str(seed),
         ],
     )
     target.parent.mkdir(parents=True, exist_ok=True)

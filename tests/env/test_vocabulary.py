@@ -25,6 +25,7 @@ from fastslow.env.semantics import (
     focus_target,
     is_focus,
     stated_focus_count,
+    task_destinations,
     teleport_targets,
     teleport_to,
     verb_rest,
@@ -94,6 +95,20 @@ def test_stated_focus_count() -> None:
     assert stated_focus_count(text) == 4
     assert stated_focus_count("FOCUS ON THE 3 LIFE STAGES of the wolf") == 3
     assert stated_focus_count("Your task is to boil water. First, focus on the substance.") is None
+
+
+def test_task_destinations() -> None:
+    find = "Find a(n) animal. First, focus on the thing. Then, move it to the red box in the kitchen."
+    assert task_destinations(find) == {"red box"}
+    sort = (
+        "First, focus on the aluminum foil. If it is electrically conductive, place it in the red box. "
+        "If it is electrically nonconductive, place it in the green box."
+    )
+    assert task_destinations(sort) == {"red box", "green box"}
+    # A box the task says to focus on is a focus target, not a destination.
+    genetics = "If the trait is dominant, focus on the red box. If it is recessive, focus on the green box."
+    assert task_destinations(genetics) == set()
+    assert task_destinations("Your task is to boil water. First, focus on the substance.") == set()
 
 
 def test_stagnation_patterns_come_from_vocab() -> None:

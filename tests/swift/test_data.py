@@ -17,7 +17,7 @@ from fastslow.swift.data import (
     select_train_variations,
 )
 from fastslow.swift.imitation import SwiftWeights
-from fastslow.swift.train import label_of
+from fastslow.swift.train import head_object, label_of
 
 
 def test_rewrite_for_easy_teleports_and_drops_doors() -> None:
@@ -38,6 +38,22 @@ def test_label_of_drops_life_stage_wording() -> None:
     assert (
         label_of("focus on apple tree in the adult stage in pot 6", valid) == "focus on apple tree in pot 6"
     )
+
+
+def test_label_of_prefers_the_head_object_over_its_container() -> None:
+    """Train gold paths of identify-life-stages-2 name the tree with its stage and pot; the valid list
+    has the tree, a part of it, and the pot, the last two longer: the label is the tree."""
+    valid = [
+        "focus on adult apple tree",
+        "focus on flower in apple tree",
+        "focus on self watering flower pot 6",
+        "focus on apple seed",
+    ]
+    gold = "focus on apple tree in the adult stage in self watering flower pot 6"
+    assert label_of(gold, valid) == "focus on adult apple tree"
+    assert head_object(gold, "focus on") == "apple tree"
+    assert head_object("move seed on plant to cup", "move") == "seed"
+    assert head_object("open door", "open") == "door"
 
 
 def test_selection_holds_only_train_variations() -> None:

@@ -106,9 +106,16 @@ def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
         "examples": json.loads(manifest)["examples"],
     }
     assert provenance["command"] == [
-        *("fastslow", "train", "swift", "--epochs", "1", "--holdout-every", "0", "--hash-bits", "20")
+        *("fastslow", "train", "swift", "--epochs", "1", "--holdout-every", "0", "--hash-bits", "20"),
+        *("--seed", "0"),
     ]
     assert provenance["source"] and "git_commit" in provenance and provenance["fastslow"]
+    other = tmp_path / "c.npz"
+    main(["train", "swift", "--data", str(gold_dir), "--epochs", "1", "--seed", "1", "--out", str(other)])
+    capsys.readouterr()
+    reseeded = SwiftWeights.load(other)
+    assert not np.array_equal(reseeded.w, first.w)
+    assert reseeded.meta["provenance"]["command"][-2:] == ["--seed", "1"]
 
 
 def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) -> None:

@@ -69,6 +69,20 @@ def test_focus_rule() -> None:
     assert policy.adjust(["focus on water"], np.zeros(1, dtype=np.float32), state, "boil")[0] == -np.inf
 
 
+def test_no_focus_on_the_container_the_task_puts_its_object_into() -> None:
+    """ "Move it to the orange box": the box is named in the task but is where the focused thing goes.
+    A box the task says to focus on ("if dominant, focus on the red box") stays allowed."""
+    find = (
+        "Your task is to find a(n) living thing. First, focus on the thing. "
+        "Then, move it to the orange box in the kitchen."
+    )
+    policy = SafetyPolicy(focus_words={"find-living-thing": {"frog"}})
+    assert not policy.focus_allowed("focus on orange box", "find-living-thing", find, set())
+    assert policy.focus_allowed("focus on frog", "find-living-thing", find, set())
+    genetics = "Is tall plant height dominant? If the trait is dominant, focus on the red box."
+    assert policy.focus_allowed("focus on red box", "mendelian-genetics-known-plant", genetics, set())
+
+
 def test_no_number_answers_an_ambiguous_focus() -> None:
     policy = SafetyPolicy()
     state = result()

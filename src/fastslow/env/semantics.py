@@ -583,6 +583,20 @@ def focus_words(task_description: str) -> set[str]:
     return content_words(" ".join([*phrases, first_sentence])) | {"substance"}
 
 
+_DESTINATION = re.compile(
+    r"\b(?:move|place|put) (?:it|them) (?:to|in|into) the ([a-z0-9 -]+?)(?: in the [a-z ]+)?[.,]"
+)
+
+
+def task_destinations(task_description: str) -> set[str]:
+    """The containers a task says to put its object into ("move it to the red box in the kitchen",
+    "place it in the green box"): where the focused thing goes, never the thing, unless a "focus on"
+    phrase names it too ("if the trait is dominant, focus on the red box")."""
+    text = task_description.lower()
+    named = {normalize(p) for p in _FOCUS_PHRASE.findall(text)}
+    return {normalize(d) for d in _DESTINATION.findall(text)} - named
+
+
 _OBJECT_SPLIT = re.compile(r"[\n\t,:;()]|\. ")
 _OBJECT_PREFIXES = ("containing ", "a substance called ", "substance called ", "a ", "an ", "the ", "some ")
 

@@ -7,14 +7,17 @@ a shared word) since those are the confusable ones; later epochs add the negativ
 ranks highest (hard-negative mining). Adagrad with L2; the whole run is numpy on one core.
 
 Gold actions are matched to the valid list verbatim, after the renames of ``data.rename_candidates``,
-or else by the longest valid action with the same verb whose words all occur in the gold action
-(ScienceWorld's gold path names plants with their life stage, "apple tree in the adult stage in pot
-6", which the valid list calls "apple tree in pot 6").
+or else by a valid action with the same verb whose words all occur in the gold action (ScienceWorld's
+gold path names plants with their life stage, "apple tree in the adult stage in pot 6", which the
+valid list calls "apple tree in pot 6" or "adult apple tree"). Among those, one whose first object
+holds the gold action's ("apple tree") wins over one about something else ("self watering flower pot
+6", the container; "flower in apricot tree", a part), then the longest.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,13 +53,27 @@ def label_of(gold: str, valid: Sequence[str]) -> str | None:
         return direct
     verb = verb_of(gold)
     gold_words = set(gold.split())
-    best: str | None = None
+    head = set(head_object(gold, verb).split())
+    best: tuple[tuple[bool, int], str] | None = None
     for action in valid:
         if verb_of(action) != verb or len(action.split()) < 3:
             continue
-        if set(action.split()) <= gold_words and (best is None or len(action) > len(best)):
-            best = action
-    return best
+        if set(action.split()) <= gold_words:
+            # The object the gold action is about beats a longer match on its container's words.
+            key = (head <= set(head_object(action, verb).split()), len(action))
+            if best is None or key > best[0]:
+                best = (key, action)
+    return None if best is None else best[1]
+
+
+_RELATIONS = re.compile(r" (?:in|on|to|into) ")
+
+
+def head_object(action: str, verb: str) -> str:
+    """The first object an action names, before any relation word: ("look at apple tree in the adult
+    stage in pot 6", "look at") -> "apple tree"; ("move seed on plant to cup", "move") -> "seed"."""
+    target = verb_target(action, verb)
+    return _RELATIONS.split(action if target is None else target, maxsplit=1)[0]
 
 
 @dataclass
