@@ -838,6 +838,10 @@ def train_swift_cmd(
         int, typer.Option("--hash-bits", help="Hashed weight vector of 2**N buckets (16-24).")
     ] = 20,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the negative sampling and order.")] = 0,
+    seeds: Annotated[
+        int,
+        typer.Option("--seeds", help="Fit seeds --seed.. --seed+N-1 and ship the mean of their weights."),
+    ] = 1,
 ) -> None:
     """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
     from fastslow.swift import imitation
@@ -845,8 +849,12 @@ def train_swift_cmd(
 
     if not 16 <= hash_bits <= 24:
         raise UsageError(f"--hash-bits must be 16-24 (got {hash_bits})")
+    if seeds < 1:
+        raise UsageError(f"--seeds must be at least 1 (got {seeds})")
     target = out or Path(imitation.__file__).parent / "weights" / imitation.ARTIFACT
-    settings = TrainSettings(epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits, seed=seed)
+    settings = TrainSettings(
+        epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits, seed=seed, seeds=seeds
+    )
     weights, report = train(data, settings, progress=lambda s: console.print(s))
     weights.meta["provenance"] = _provenance(
         data,
@@ -860,6 +868,7 @@ def train_swift_cmd(
             str(hash_bits),
             "--seed",
             str(seed),
+            *(["--seeds", str(seeds)] if seeds > 1 else []),
         ],
     )
     target.parent.mkdir(parents=True, exist_ok=True)

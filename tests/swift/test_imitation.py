@@ -18,7 +18,7 @@ from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows
 from fastslow.swift.features import SwiftState, feature_index
-from fastslow.swift.imitation import ImitationSwift, SwiftWeights
+from fastslow.swift.imitation import MEMORY_WEIGHTS, ImitationSwift, SwiftWeights
 from fastslow.swift.policy import SafetyPolicy
 from fastslow.swift.train import GradientSums, TrainSettings, accuracy, load_examples, train
 
@@ -116,6 +116,14 @@ def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
     reseeded = SwiftWeights.load(other)
     assert not np.array_equal(reseeded.w, first.w)
     assert reseeded.meta["provenance"]["command"][-2:] == ["--seed", "1"]
+    both = tmp_path / "d.npz"
+    main(["train", "swift", "--data", str(gold_dir), "--epochs", "1", "--seeds", "2", "--out", str(both)])
+    capsys.readouterr()
+    mean = SwiftWeights.load(both)
+    # the seeds' mean, as saved (float16): the ensemble of the two rankers in one weight vector
+    expected = ((first.w + reseeded.w) / 2).astype(np.float16).astype(np.float32)
+    assert np.allclose(mean.w, expected, atol=2e-3)
+    assert mean.meta["seeds"] == [0, 1] and mean.meta["provenance"]["command"][-2:] == ["--seeds", "2"]
 
 
 def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) -> None:
@@ -138,17 +146,21 @@ def test_memories_change_the_ranking(env: ScienceWorldAdapter) -> None:
     traj = Trajectory(0, task.name, 0, first.task_description, first)
     swift = ImitationSwift(top_k=3)
     plain = swift.propose(traj)
-    top = plain.candidates[0].action
-    # An avoidance memory on the top action pushes it down ...
-    avoided = swift.propose(traj, [Hint(top, "nothing happened", "avoidance")])
-    assert avoided.candidates[0].action != top
+    top, second = (c.action for c in plain.candidates[:2])
+    state = SwiftState.from_trajectory(traj)
+    before = swift.score_state(state).copy()
+    # An avoidance memory on the top action lowers its score by the avoidance weight ...
+    i = first.valid_actions.index(top)
+    state.memories = [(top, "nothing happened", "avoidance")]
+    assert float(swift.score_state(state)[i]) <= before[i] + MEMORY_WEIGHTS["mem_avoid"] + 1e-3
     # ... and a success memory on a low-ranked action lifts its score.
     low = next(a for a in first.valid_actions if a not in {c.action for c in plain.candidates})
-    state = SwiftState.from_trajectory(traj)
-    i = first.valid_actions.index(low)
-    before = float(swift.score_state(state)[i])
+    j = first.valid_actions.index(low)
     state.memories = [(low, "it worked", "success")]
-    assert float(swift.score_state(state)[i]) >= before + 3.0
+    assert float(swift.score_state(state)[j]) >= before[j] + 3.0
+    # Through the proposer: avoiding the top and a success on the runner-up change the ranking.
+    hints = [Hint(top, "nothing happened", "avoidance"), Hint(second, "it worked", "success")]
+    assert swift.propose(traj, hints).candidates[0].action == second
 
 
 def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorldAdapter) -> None:

@@ -597,6 +597,23 @@ def task_destinations(task_description: str) -> set[str]:
     return {normalize(d) for d in _DESTINATION.findall(text)} - named
 
 
+_PHRASE_HEAD_END = re.compile(r" (?:with|of|in|on|which|that|you) |\(")
+
+
+def names_part_of_focus_phrase(target: str, task_description: str) -> bool:
+    """Whether ``target`` is a fragment of a thing the task says to focus on that leaves out its noun:
+    "orange" (the fruit) for "focus on the orange paint", "red" for "the red light bulb". The phrase is
+    read up to its first relation or parenthesis ("inclined plane" of "the inclined plane with the most
+    friction"), without one-letter labels ("unknown substance" of "unknown substance B" is the same
+    thing, as ScienceWorld's valid list writes it)."""
+    words = set(normalize(target).split())
+    for phrase in _FOCUS_PHRASE.findall(task_description.lower()):
+        head = [w for w in normalize(_PHRASE_HEAD_END.split(phrase, maxsplit=1)[0]).split() if len(w) > 1]
+        if len(head) >= 2 and words < set(head) and head[-1] not in words:
+            return True
+    return False
+
+
 _OBJECT_SPLIT = re.compile(r"[\n\t,:;()]|\. ")
 _OBJECT_PREFIXES = ("containing ", "a substance called ", "substance called ", "a ", "an ", "the ", "some ")
 

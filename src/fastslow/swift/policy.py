@@ -17,11 +17,12 @@ policy" and "Measurements"):
   on an object whose words all appear in the task description or among the objects gold paths of
   this task focused on in training (only the former in tasks whose gold target is always named),
   never on a room, never on the container the task says to put its object into ("move it to the red
-  box": ``env.semantics.task_destinations``), never twice on the same object (the same referent with
-  the same contents: ``env.semantics.focus_repeats``, as Gate-1), never by answering an ambiguity
-  prompt, and never on a container's contents the task does not name ("substance in metal pot"
-  holding water when the task boils lead; ``env.semantics.focus_contents_mismatch``, which Gate-1
-  applies too).
+  box": ``env.semantics.task_destinations``), never on a fragment of the thing the task names that
+  leaves out its noun ("orange" for "the orange paint": ``names_part_of_focus_phrase``), never twice
+  on the same object (the same referent with the same contents: ``env.semantics.focus_repeats``, as
+  Gate-1), never by answering an ambiguity prompt, and never on a container's contents the task does
+  not name ("substance in metal pot" holding water when the task boils lead;
+  ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too).
 
 The policy reads no task by its name or family (its learnt focus words are keyed by the task, read
 from training): the hand-written task logic (procedures, judgements and
@@ -47,6 +48,7 @@ from fastslow.env.semantics import (
     focus_repeats,
     is_focus,
     landed_object,
+    names_part_of_focus_phrase,
     task_destinations,
     teleport_targets,
     verb_rest,
@@ -117,6 +119,8 @@ class SafetyPolicy:
         base = (arguments(action) or [target])[0]
         if base in rooms or target in rooms or base in task_destinations(task_description):
             return False
+        if names_part_of_focus_phrase(base, task_description):
+            return False  # "orange" (the fruit) when the task names "the orange paint"
         learnt = self.focus_words.get(task_name, set())
         allowed = set(words(task_description)) | (set() if NAMED_ONLY in learnt else learnt)
         needed = words(base)

@@ -20,7 +20,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,9 @@ class TrainSettings:
     holdout_every: int = 0
     """Hold out every n-th episode to measure gold-action accuracy (0 = train on all)."""
     seed: int = 0
+    seeds: int = 1
+    """Fit this many models (seeds ``seed``, ``seed + 1``, ...) and ship the mean of their weights: the
+    scores are linear in the weights, so the mean is the ensemble of the rankers, at one ranker's cost."""
     hash_bits: int = N_BUCKETS.bit_length() - 1
     """The hashed weight vector holds 2**hash_bits buckets (default: ``features.N_BUCKETS``)."""
 
@@ -218,24 +221,15 @@ def accuracy(w: FloatArray, table: ActionTable, examples: Sequence[Example]) -> 
     return hits / len(examples)
 
 
-def train(
-    data: Path | Sequence[Path],
-    settings: TrainSettings = TrainSettings(),
-    progress: Callable[[str], None] | None = None,
-) -> tuple[SwiftWeights, dict[str, Any]]:
-    """Fit the ranker on a gold dataset (or several datasets, read in order); returns the weights and a
-    training report."""
-    say = progress or (lambda _line: None)
-    t0 = time.perf_counter()
-    table = ActionTable()
-    examples, focus, stats = load_examples(data, table)
-    say(f"{stats['labelled']}/{stats['rows']} steps labelled, {len(table.strings)} distinct actions")
-    held: list[Example] = []
-    if settings.holdout_every:
-        episodes = sorted({e.episode for e in examples})
-        out = set(episodes[:: settings.holdout_every])
-        held = [e for e in examples if e.episode in out]
-        examples = [e for e in examples if e.episode not in out]
+def _fit(
+    examples: list[Example],
+    held: list[Example],
+    table: ActionTable,
+    settings: TrainSettings,
+    say: Callable[[str], None],
+    t0: float,
+) -> tuple[FloatArray, float | None]:
+    """One seeded fit: the averaged weights and the last epoch's held-out top-1 (None without held)."""
     rng = random.Random(settings.seed)
     buckets = 1 << settings.hash_bits
     w = np.zeros(buckets, dtype=np.float32)
@@ -287,11 +281,42 @@ def train(
             top1 = accuracy(averaged(), table, held)
             line += f", held-out top-1 {top1:.3f}"
         say(f"{line} ({time.perf_counter() - t0:.0f} s)")
-    w = averaged()
+    return averaged(), top1
+
+
+def train(
+    data: Path | Sequence[Path],
+    settings: TrainSettings = TrainSettings(),
+    progress: Callable[[str], None] | None = None,
+) -> tuple[SwiftWeights, dict[str, Any]]:
+    """Fit the ranker on a gold dataset (or several datasets, read in order); returns the weights and a
+    training report."""
+    say = progress or (lambda _line: None)
+    t0 = time.perf_counter()
+    table = ActionTable()
+    examples, focus, stats = load_examples(data, table)
+    say(f"{stats['labelled']}/{stats['rows']} steps labelled, {len(table.strings)} distinct actions")
+    held: list[Example] = []
+    if settings.holdout_every:
+        episodes = sorted({e.episode for e in examples})
+        out = set(episodes[:: settings.holdout_every])
+        held = [e for e in examples if e.episode in out]
+        examples = [e for e in examples if e.episode not in out]
+    seeds = [settings.seed + i for i in range(max(1, settings.seeds))]
+
+    def tell(seed: int) -> Callable[[str], None]:
+        return say if len(seeds) == 1 else (lambda line: say(f"seed {seed}: {line}"))
+
+    fits = [_fit(examples, held, table, replace(settings, seed=seed), tell(seed), t0) for seed in seeds]
+    w: FloatArray = (
+        fits[0][0] if len(fits) == 1 else np.stack([f[0] for f in fits]).mean(axis=0, dtype=np.float32)
+    )
+    top1 = fits[0][1] if len(fits) == 1 else None
     report: dict[str, Any] = {
         **stats,
         "train_steps": len(examples),
         "epochs": settings.epochs,
+        **({"seeds": seeds} if len(seeds) > 1 else {}),
         "train_s": round(time.perf_counter() - t0, 1),
     }
     if held:
