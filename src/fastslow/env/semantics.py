@@ -588,13 +588,14 @@ _DESTINATION = re.compile(
 )
 
 
-def task_destinations(task_description: str) -> set[str]:
+@lru_cache(maxsize=256)
+def task_destinations(task_description: str) -> frozenset[str]:
     """The containers a task says to put its object into ("move it to the red box in the kitchen",
     "place it in the green box"): where the focused thing goes, never the thing, unless a "focus on"
     phrase names it too ("if the trait is dominant, focus on the red box")."""
     text = task_description.lower()
     named = {normalize(p) for p in _FOCUS_PHRASE.findall(text)}
-    return {normalize(d) for d in _DESTINATION.findall(text)} - named
+    return frozenset({normalize(d) for d in _DESTINATION.findall(text)} - named)
 
 
 _PHRASE_HEAD_END = re.compile(r" (?:with|of|in|on|which|that|you) |\(")
@@ -607,11 +608,20 @@ def names_part_of_focus_phrase(target: str, task_description: str) -> bool:
     friction"), without one-letter labels ("unknown substance" of "unknown substance B" is the same
     thing, as ScienceWorld's valid list writes it)."""
     words = set(normalize(target).split())
+    return any(words < set(head) and head[-1] not in words for head in _focus_heads(task_description))
+
+
+@lru_cache(maxsize=256)
+def _focus_heads(task_description: str) -> tuple[tuple[str, ...], ...]:
+    """The word lists of a task's focus phrases up to their first relation, of two words or more."""
+    heads = []
     for phrase in _FOCUS_PHRASE.findall(task_description.lower()):
-        head = [w for w in normalize(_PHRASE_HEAD_END.split(phrase, maxsplit=1)[0]).split() if len(w) > 1]
-        if len(head) >= 2 and words < set(head) and head[-1] not in words:
-            return True
-    return False
+        head = tuple(
+            w for w in normalize(_PHRASE_HEAD_END.split(phrase, maxsplit=1)[0]).split() if len(w) > 1
+        )
+        if len(head) >= 2:
+            heads.append(head)
+    return tuple(heads)
 
 
 _OBJECT_SPLIT = re.compile(r"[\n\t,:;()]|\. ")
