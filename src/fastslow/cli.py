@@ -788,10 +788,13 @@ def data_focus_budgets(
     print(json.dumps({"tasks": len(data["budgets"]), "over_one": over_one}))
 
 
-def _provenance(data: Path | list[Path], command: list[str]) -> dict[str, object]:
+def _provenance(
+    data: Path | list[Path], command: list[str], focus_data: list[Path] | None = None
+) -> dict[str, object]:
     """What an artifact was trained from: the command (with every setting that shapes the artifact), the
     datasets (each manifest's sha256, split, kind and size; ``data`` one entry per dataset when there
-    are several) and the code (package versions, git commit, hash of the sources)."""
+    are several; ``focus_data`` those read for their focus steps only) and the code (package versions,
+    git commit, hash of the sources)."""
     import hashlib
 
     from fastslow.eval.rundir import code_identity
@@ -813,6 +816,7 @@ def _provenance(data: Path | list[Path], command: list[str]) -> dict[str, object
     return {
         "command": ["fastslow", "train", *command],
         "data": entry(dirs[0]) if len(dirs) == 1 else [entry(d) for d in dirs],
+        **({"focus_data": [entry(d) for d in focus_data]} if focus_data else {}),
         **code_identity(),
     }
 
@@ -842,9 +846,18 @@ def train_swift_cmd(
         int,
         typer.Option("--seeds", help="Fit seeds --seed.. --seed+N-1 and ship the mean of their weights."),
     ] = 1,
+    focus_data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--focus-data",
+            help="Gold dataset read for its focus steps only: more objects each task focuses on, the "
+            "examples unchanged (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
     from fastslow.swift import imitation
+    from fastslow.swift.data import require_dataset
     from fastslow.swift.train import TrainSettings, train
 
     if not 16 <= hash_bits <= 24:
@@ -855,7 +868,10 @@ def train_swift_cmd(
     settings = TrainSettings(
         epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits, seed=seed, seeds=seeds
     )
-    weights, report = train(data, settings, progress=lambda s: console.print(s))
+    focus_dirs = list(focus_data or [])
+    for d in [*data, *focus_dirs]:
+        require_dataset(d)  # before minutes of reading
+    weights, report = train(data, settings, progress=lambda s: console.print(s), focus_data=focus_dirs)
     weights.meta["provenance"] = _provenance(
         data,
         [
@@ -870,6 +886,7 @@ def train_swift_cmd(
             str(seed),
             *(["--seeds", str(seeds)] if seeds > 1 else []),
         ],
+        focus_dirs,
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     weights.save(target)

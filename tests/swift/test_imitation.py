@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from dataclasses import dataclass
@@ -14,13 +15,14 @@ from fastslow.bench.swift import bench_swift
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import is_focus
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
-from fastslow.swift.data import read_rows
-from fastslow.swift.features import SwiftState, feature_index
+from fastslow.swift.data import episode_file, read_rows, replay_episode, write_manifest
+from fastslow.swift.features import SwiftState, feature_index, words
 from fastslow.swift.imitation import MEMORY_WEIGHTS, ImitationSwift, SwiftWeights
 from fastslow.swift.policy import SafetyPolicy
-from fastslow.swift.train import GradientSums, TrainSettings, accuracy, load_examples, train
+from fastslow.swift.train import GradientSums, TrainSettings, accuracy, label_of, load_examples, train
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,70 @@ def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
     expected = ((first.w + reseeded.w) / 2).astype(np.float16).astype(np.float32)
     assert np.allclose(mean.w, expected, atol=2e-3)
     assert mean.meta["seeds"] == [0, 1] and mean.meta["provenance"]["command"][-2:] == ["--seeds", "2"]
+
+
+def test_focus_data_widens_the_focus_words_and_nothing_else(
+    gold_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--focus-data D`: D's gold focus steps join the focus words (another train variation of the task
+    focuses on another plant), the weights stay those of the training data alone, and the provenance
+    names D."""
+    other = tmp_path / "other"
+    other.mkdir()
+    task_id = int(next(read_rows(gold_dir))["task_id"])
+    variation = get_task(task_id).variations["train"][1]
+    env = ScienceWorldAdapter(simplification="easy")
+    try:
+        rows, _ = replay_episode(env, task_id, variation)
+    finally:
+        env.close()
+    with gzip.open(episode_file(other, task_id, variation), "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in rows)
+    write_manifest(other, "train", 1, "easy")
+    plain, wide = tmp_path / "plain.npz", tmp_path / "wide.npz"
+    main(["train", "swift", "--data", str(gold_dir), "--epochs", "1", "--out", str(plain)])
+    main(
+        [
+            "train",
+            "swift",
+            "--data",
+            str(gold_dir),
+            "--focus-data",
+            str(other),
+            "--epochs",
+            "1",
+            "--out",
+            str(wide),
+        ]
+    )
+    capsys.readouterr()
+    a, b = SwiftWeights.load(plain), SwiftWeights.load(wide)
+    assert np.array_equal(a.w, b.w)
+    task = rows[0]["task_name"]
+    labels = [label_of(r["gold_action"], r["valid_actions"]) for r in rows]
+    focus_labels = [label for label in labels if label is not None and is_focus(label)]
+    added = b.focus_words[task] - a.focus_words[task]
+    assert focus_labels and added, "the second variation focuses on objects the first did not"
+    assert a.focus_words[task] < b.focus_words[task]
+    assert added <= {w for label in focus_labels for w in words(label)}
+    assert b.meta["focus_steps_added"] == len(focus_labels)
+    assert b.meta["provenance"]["focus_data"][0]["dir"] == str(other)
+    # A folder that is no dataset: one line, exit 2, no weights written.
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "train",
+                "swift",
+                "--data",
+                str(gold_dir),
+                "--focus-data",
+                str(tmp_path / "none"),
+                "--out",
+                str(tmp_path / "x.npz"),
+            ]
+        )
+    assert exc.value.code == 2 and "is not a gold dataset" in capsys.readouterr().err
+    assert not (tmp_path / "x.npz").exists()
 
 
 def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) -> None:

@@ -266,11 +266,16 @@ def episode_name(path: Path) -> str:
     return path.name.removesuffix(".jsonl.gz")
 
 
+def require_dataset(data: Path) -> None:
+    """Refuse, in one line, a directory that is not a dataset (no manifest)."""
+    if not (data / MANIFEST).is_file():
+        raise UsageError(f"{data} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
+
+
 def read_episodes(data: Path, only: Collection[str] | None = None) -> Iterator[list[dict[str, Any]]]:
     """The examples of a dataset directory, one list per episode, in step order; with ``only``, just
     the episodes it names (the others are not decompressed)."""
-    if not (data / MANIFEST).is_file():
-        raise UsageError(f"{data} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
+    require_dataset(data)
     for path in sorted(data.glob("*.jsonl.gz")):
         if only is not None and episode_name(path) not in only:
             continue

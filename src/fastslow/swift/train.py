@@ -20,7 +20,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,16 +109,60 @@ def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator
         yield from read_rows(d, only)
 
 
+@dataclass
+class FocusVocabulary:
+    """Per task, the words of the objects gold paths focus on (the safety policy's focus rule), and whether
+    those objects are named in the task description."""
+
+    words: dict[str, set[str]] = field(default_factory=dict)
+    named: dict[str, list[bool]] = field(default_factory=dict)
+
+    def add(self, task_name: str, task_description: str, label: str) -> None:
+        """Note a gold step's label (in the valid list's spelling) if it is a focus."""
+        focused = verb_target(label, FOCUS)
+        if focused is None:
+            return
+        target = words((arguments(label) or [focused])[0])
+        self.words.setdefault(task_name, set()).update(target)
+        self.named.setdefault(task_name, []).append(set(target) <= set(words(task_description)))
+
+    def add_datasets(self, data: Sequence[Path]) -> int:
+        """Note the gold focus steps of whole datasets (only their focus rows are labelled); returns how
+        many focus steps were read."""
+        seen = 0
+        for row in _rows(data, None):
+            gold = str(row["gold_action"])
+            label = label_of(gold, row["valid_actions"]) if verb_target(gold, FOCUS) is not None else None
+            if label is not None:
+                self.add(str(row["task_name"]), str(row["task_description"]), label)
+                seen += 1
+        return seen
+
+    def result(self) -> dict[str, set[str]]:
+        """The focus words per task; a task whose gold targets are mostly named in its description gets
+        ``NAMED_ONLY`` instead: there only named objects may be focused on (a test variation's "green
+        light bulb" must not match training's "red light bulb")."""
+        out = {task: set(found) for task, found in self.words.items()}
+        for task, flags in self.named.items():
+            if sum(flags) >= len(flags) / 2:
+                out[task] = {NAMED_ONLY}
+        return out
+
+
 def load_examples(
-    data: Path | Sequence[Path], table: ActionTable, only: Collection[str] | None = None
+    data: Path | Sequence[Path],
+    table: ActionTable,
+    only: Collection[str] | None = None,
+    focus_data: Sequence[Path] = (),
 ) -> tuple[list[Example], dict[str, set[str]], dict[str, Any]]:
     """Labelled examples, per-task focus words, and label statistics of one dataset or several (a gold
     dataset and DAgger's on-policy rows of the same variations, ``eval/dagger.py``); with ``only``, of
-    just the episodes it names ("TT-VVVV", in every dataset: a held-out variation is held out whole)."""
+    just the episodes it names ("TT-VVVV", in every dataset: a held-out variation is held out whole).
+    ``focus_data``: gold datasets read for their focus steps only (more of the objects a task focuses on,
+    without changing the examples)."""
     examples: list[Example] = []
-    focus: dict[str, set[str]] = {}
+    vocabulary = FocusVocabulary()
     total = matched = 0
-    named_count: dict[str, list[bool]] = {}
     for row in _rows(data, only):
         total += 1
         gold = str(row["gold_action"])
@@ -135,19 +179,13 @@ def load_examples(
         examples.append(
             Example(state, ids, valid.index(label), f"{row['task_id']:02d}-{row['variation']:04d}")
         )
-        focused = verb_target(label, FOCUS)
-        if focused is not None and row.get("source") != "dagger":
+        if row.get("source") != "dagger":
             # read from gold paths alone: an on-policy row's focus label repeats a gold path's
-            target = (arguments(label) or [focused])[0]
-            focus.setdefault(state.task_name, set()).update(words(target))
-            named = set(words(target)) <= set(words(state.task_description))
-            named_count.setdefault(state.task_name, []).append(named)
-    # Tasks whose gold focus target is named in the task description: there, only named objects may
-    # be focused on (a test variation's "green light bulb" must not match training's "red light bulb").
-    for task, flags in named_count.items():
-        if sum(flags) >= len(flags) / 2:
-            focus[task] = {NAMED_ONLY}
-    return examples, focus, {"rows": total, "labelled": matched}
+            vocabulary.add(state.task_name, state.task_description, label)
+    stats: dict[str, Any] = {"rows": total, "labelled": matched}
+    if focus_data:
+        stats["focus_steps_added"] = vocabulary.add_datasets(focus_data)
+    return examples, vocabulary.result(), stats
 
 
 def _sample(
@@ -288,13 +326,14 @@ def train(
     data: Path | Sequence[Path],
     settings: TrainSettings = TrainSettings(),
     progress: Callable[[str], None] | None = None,
+    focus_data: Sequence[Path] = (),
 ) -> tuple[SwiftWeights, dict[str, Any]]:
     """Fit the ranker on a gold dataset (or several datasets, read in order); returns the weights and a
-    training report."""
+    training report. ``focus_data`` widens the focus words only (``load_examples``)."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     table = ActionTable()
-    examples, focus, stats = load_examples(data, table)
+    examples, focus, stats = load_examples(data, table, focus_data=focus_data)
     say(f"{stats['labelled']}/{stats['rows']} steps labelled, {len(table.strings)} distinct actions")
     held: list[Example] = []
     if settings.holdout_every:
