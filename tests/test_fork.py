@@ -311,7 +311,8 @@ def test_a_sage_round_switched_off_leaves_the_step_to_the_fallback(tmp_path: Pat
         "sage.model.cycle=true",
         "env.step_limit=13",
     ]
-    evaluate(load_config("swiftsage", overrides), select_episodes("dev", tasks="13", limit_per_task=1), run)
+    # power-component's first dev variation: one Sage round (step 2) in 13 steps of the packaged Swift
+    evaluate(load_config("swiftsage", overrides), select_episodes("dev", tasks="25", limit_per_task=1), run)
     (point,) = mechanism_points(run, "sage-round")
     payload = attribute(run, "sage-round", tmp_path / "attr")
     assert payload["tried"] == payload["replayed"] == payload["exact"] == 1
