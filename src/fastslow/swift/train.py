@@ -114,7 +114,7 @@ class FocusVocabulary:
     """Per task, the words of the objects gold paths focus on (the safety policy's focus rule), and whether
     those objects are named in the task description."""
 
-    words: dict[str, set[str]] = field(default_factory=dict)
+    found: dict[str, set[str]] = field(default_factory=dict)
     named: dict[str, list[bool]] = field(default_factory=dict)
 
     def add(self, task_name: str, task_description: str, label: str) -> None:
@@ -123,7 +123,7 @@ class FocusVocabulary:
         if focused is None:
             return
         target = words((arguments(label) or [focused])[0])
-        self.words.setdefault(task_name, set()).update(target)
+        self.found.setdefault(task_name, set()).update(target)
         self.named.setdefault(task_name, []).append(set(target) <= set(words(task_description)))
 
     def add_datasets(self, data: Sequence[Path]) -> int:
@@ -142,7 +142,7 @@ class FocusVocabulary:
         """The focus words per task; a task whose gold targets are mostly named in its description gets
         ``NAMED_ONLY`` instead: there only named objects may be focused on (a test variation's "green
         light bulb" must not match training's "red light bulb")."""
-        out = {task: set(found) for task, found in self.words.items()}
+        out = {task: set(targets) for task, targets in self.found.items()}
         for task, flags in self.named.items():
             if sum(flags) >= len(flags) / 2:
                 out[task] = {NAMED_ONLY}
