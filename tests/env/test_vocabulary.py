@@ -23,6 +23,7 @@ from fastslow.env.semantics import (
     TELEPORT,
     focus_on,
     focus_target,
+    instructed_focus_count,
     is_focus,
     stated_focus_count,
     task_destinations,
@@ -95,6 +96,26 @@ def test_stated_focus_count() -> None:
     assert stated_focus_count(text) == 4
     assert stated_focus_count("FOCUS ON THE 3 LIFE STAGES of the wolf") == 3
     assert stated_focus_count("Your task is to boil water. First, focus on the substance.") is None
+
+
+def test_instructed_focus_count() -> None:
+    """Each sentence that says "focus on" is one focus; a run of conditional alternatives is one choice."""
+    melt = (
+        "Task Description:\nYour task is to measure the melting point of chocolate, which is located around "
+        "the kitchen. First, focus on the thermometer. Next, focus on the chocolate. If the melting point of "
+        "chocolate is above -10.0 degrees celsius, focus on the blue box. If the melting point of chocolate "
+        "is below -10.0 degrees celsius, focus on the orange box. The boxes are located around the kitchen."
+    )
+    assert instructed_focus_count(melt) == 3
+    genetics = (
+        "Your task is to determine whether tall plant height is a dominant or recessive trait in the pea "
+        "plant. If the trait is dominant, focus on the red box. If the trait is recessive, focus on the "
+        "green box."
+    )
+    assert instructed_focus_count(genetics) == 1
+    two_choices = "If hot, focus on the red box. If cold, focus on the blue box. Wait. If a, focus on x."
+    assert instructed_focus_count(two_choices) == 2  # a sentence between ends the run of alternatives
+    assert instructed_focus_count("Your task is to grow a plant. Water it.") == 0
 
 
 def test_task_destinations() -> None:

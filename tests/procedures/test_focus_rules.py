@@ -83,15 +83,38 @@ def test_focus_limits() -> None:
     assert focus_limit_for("no-such-task", "", RULES) == 1
 
 
-def test_without_the_task_logic_the_budget_is_the_stated_number_or_one() -> None:
-    """``procedures.enabled`` off: no per-task table, the number the description states, else 1."""
+def test_without_the_task_logic_the_budget_is_what_the_description_says() -> None:
+    """``procedures.enabled`` off: no per-task table; the number the description states, else its focus
+    instructions (a run of "If ..., focus on ..." alternatives counts once), at least 1."""
     assert focus_limit_for("identify-life-stages-1", STAGES) == 4
-    for name, description in [
-        ("measure-melting-point-known-substance", MELT),
-        ("chemistry-mix-paint-tertiary-color", PAINT),
-        ("boil", BOIL),
-    ]:
+    assert focus_limit_for("measure-melting-point-known-substance", MELT) == 3
+    assert focus_limit_for("chemistry-mix-paint-tertiary-color", PAINT) == 2
+    for name, description in [("boil", BOIL), ("find-animal", FIND), ("chemistry-mix", MIX), ("none", "")]:
         assert focus_limit_for(name, description) == 1
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "boil",
+        "chemistry-mix-paint-tertiary-color",
+        "lifespan-longest-lived-then-shortest-lived",
+        "measure-melting-point-known-substance",
+        "measure-melting-point-unknown-substance",
+        "mendelian-genetics-known-plant",
+        "test-conductivity",
+        "use-thermometer",
+    ],
+)
+def test_without_the_task_logic_the_budget_is_what_the_gold_path_focuses_on(
+    env: ScienceWorldAdapter, task: str
+) -> None:
+    """Gate-1's budget without the task logic, read from a train variation's own description, is the
+    number of focus actions of its gold path: 3 for measure-melting-point (thermometer, substance, box),
+    2 for use-thermometer; a budget of 1 there drops the second focus and the task cannot finish."""
+    spec = get_task(task)
+    first = env.reset(spec.task_id, spec.variations["train"][0], gold=True)
+    assert focus_limit_for(spec.name, first.task_description) == focus_count(env.gold_actions)
 
 
 def test_the_budgets_are_the_shipped_train_file() -> None:

@@ -8,7 +8,9 @@ object, never on a place or on contents the task does not name, and no more foci
   turtle``), where it states one;
 - else the task's own budget where a ``core.focus.FocusJudge`` knows the task (the hand-written task
   logic's train gold-path budgets, ``procedures.focus``, with ``procedures.enabled``);
-- else 1 (one focus: what most tasks ask, and the safe side of an irreversible action).
+- else the number of focus instructions the description gives (``env.semantics.instructed_focus_count``:
+  "First, focus on the thermometer. Next, focus on the chocolate. If ..., focus on the blue box. If ...,
+  focus on the orange box." is 3), at least 1 (one focus: the safe side of an irreversible action).
 
 The task-specific rules (the named-target rule with its tasks whose target is discovered, the life-stages
 order, the thermometer tasks' box) come from that judge too; without one they are not applied.
@@ -24,19 +26,26 @@ from fastslow.core.trajectory import Trajectory
 
 # Re-exported: the rules Critic (reflection/critic/rules.py) imports content_words from here.
 from fastslow.env.semantics import content_words as content_words
-from fastslow.env.semantics import focus_confirmed, focus_target, is_focus, stated_focus_count
+from fastslow.env.semantics import (
+    focus_confirmed,
+    focus_target,
+    instructed_focus_count,
+    is_focus,
+    stated_focus_count,
+)
 from fastslow.env.semantics import focus_head as focus_head
 from fastslow.env.valid import FOCUS_COUNT
 
 
 def focus_limit_for(task_name: str, task_description: str = "", judge: FocusJudge | None = None) -> int:
     """Focus actions the task needs: the number of things the description says to focus on (``focus on
-    the 3 life stages of the wolf``), else the judge's budget for the task, else 1 (module docstring)."""
+    the 3 life stages of the wolf``), else the judge's budget for the task, else the description's
+    focus instructions, at least 1 (module docstring)."""
     stated = stated_focus_count(task_description)
     if stated is not None:
         return stated
     budget = judge.budget(task_name) if judge is not None else None
-    return budget if budget is not None else 1
+    return budget if budget is not None else max(1, instructed_focus_count(task_description))
 
 
 def focus_usage(
