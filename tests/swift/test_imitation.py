@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import is_focus
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
-from fastslow.swift.data import episode_file, read_rows, replay_episode, write_manifest
+from fastslow.swift.data import read_rows
 from fastslow.swift.features import SwiftState, feature_index, words
 from fastslow.swift.imitation import MEMORY_WEIGHTS, ImitationSwift, SwiftWeights
 from fastslow.swift.policy import SafetyPolicy
@@ -129,7 +130,10 @@ def test_the_command_is_seeded_and_its_weights_name_their_data_and_code(
 
 
 def test_focus_data_widens_the_focus_words_and_nothing_else(
-    gold_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    gold_dir: Path,
+    replay_gold: Callable[[Path, int, int], list[dict[str, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`--focus-data D`: D's gold focus steps join the focus words (another train variation of the task
     focuses on another plant), the weights stay those of the training data alone, and the provenance
@@ -137,15 +141,7 @@ def test_focus_data_widens_the_focus_words_and_nothing_else(
     other = tmp_path / "other"
     other.mkdir()
     task_id = int(next(read_rows(gold_dir))["task_id"])
-    variation = get_task(task_id).variations["train"][1]
-    env = ScienceWorldAdapter(simplification="easy")
-    try:
-        rows, _ = replay_episode(env, task_id, variation)
-    finally:
-        env.close()
-    with gzip.open(episode_file(other, task_id, variation), "wt", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(row) + "\n" for row in rows)
-    write_manifest(other, "train", 1, "easy")
+    rows = replay_gold(other, task_id, get_task(task_id).variations["train"][1])
     plain, wide = tmp_path / "plain.npz", tmp_path / "wide.npz"
     main(["train", "swift", "--data", str(gold_dir), "--epochs", "1", "--out", str(plain)])
     main(
