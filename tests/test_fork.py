@@ -43,7 +43,8 @@ TASKS = "4,7,13,17,25"
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fork") / "parent"
-    config = load_config("swift-amm-srm", ["env.step_limit=10"])
+    # 20 steps: the packaged Swift of 2026-12-05 (fixed labels) makes its second Gate-1 drop at step 18
+    config = load_config("swift-amm-srm", ["env.step_limit=20"])
     metrics = evaluate(config, select_episodes("dev", tasks=TASKS, limit_per_task=1), out)
     assert metrics["episodes"] == 5 and metrics["errors"] == 0
     return out

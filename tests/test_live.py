@@ -27,11 +27,12 @@ from fastslow.events import (
     read_events,
 )
 
-# A test episode of test-conductivity where, within 20 steps of swift-srm, the stagnation detector
-# reports and the rules Critic is called (step 5), the Critic's effect is judged (step 9) and Gate-1
-# drops an action (step 19) - found in the events of a swift-srm run over the 271 test episodes with the
-# packaged Swift (the test asserts all four, so a new Swift that stops exercising them fails here).
-EPISODE = Episode(27, 678)
+# A dev episode of melt where, within 20 steps of swift-srm, the stagnation detector reports and the
+# rules Critic is called (step 11), Gate-1 drops an action (step 12) and the Critic's effect is judged
+# (step 16) - found by playing swift-srm on two dev variations of every task for 25 steps with the
+# packaged Swift of 2026-12-05 (the test asserts all four, so a new Swift that stops exercising them
+# fails here).
+EPISODE = Episode(22, 15)
 STEPS = 20
 STEP_LINE = re.compile(r"^ {0,3}(\d+) ")
 NOTE_LABELS = ("gate drop", "gate repair", "stagnation", "critic", "why", "escalate", "sage", "memory")

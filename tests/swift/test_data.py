@@ -56,6 +56,32 @@ def test_label_of_prefers_the_head_object_over_its_container() -> None:
     assert head_object("open door", "open") == "door"
 
 
+def test_label_of_matches_the_gold_paths_other_spellings() -> None:
+    """Gold paths spell objects otherwise than the valid list (strings of train gold rows): the label
+    names the same objects in the same roles, never the reverse move or another numbered pot."""
+    paint = [
+        "pour cup containing blue paint in art studio into jug",
+        "pour jug into cup containing blue paint in art studio",
+        "pour cup containing blue paint in art studio into art studio",
+    ]
+    gold = "pour cup containing blue paint in art studio in jug"
+    assert label_of(gold, paint) == "pour cup containing blue paint in art studio into jug"
+    wires = [
+        "connect anode in battery to blue wire terminal 1",
+        "connect blue wire terminal 1 to anode in battery",
+        "connect anode in component to blue wire terminal 1",
+        "connect anode in battery to blue wire terminal 2",
+    ]
+    gold = "connect battery anode to blue wire terminal 1"
+    assert label_of(gold, wires) == "connect anode in battery to blue wire terminal 1"
+    boxes = ["move blue jay to inventory", "move blue jay to red box", "move orange box to inventory"]
+    assert label_of("move egg blue jay egg in inventory to red box", boxes) == "move blue jay to red box"
+    seeds = ["move ceramic cup to unknown e in the seed stage", "move flower pot 7 to seed jar"]
+    assert label_of("move unknown e seed in seed jar to ceramic cup", seeds) is None  # reversed
+    pots = ["focus on apple tree in self watering flower pot 7"]
+    assert label_of("focus on apple tree in the adult stage in self watering flower pot 6", pots) is None
+
+
 def test_selection_holds_only_train_variations() -> None:
     """Dev and test variations never enter training data."""
     chosen = select_train_variations(per_task=10)

@@ -7,11 +7,17 @@ a shared word) since those are the confusable ones; later epochs add the negativ
 ranks highest (hard-negative mining). Adagrad with L2; the whole run is numpy on one core.
 
 Gold actions are matched to the valid list verbatim, after the renames of ``data.rename_candidates``,
-or else by a valid action with the same verb whose words all occur in the gold action (ScienceWorld's
-gold path names plants with their life stage, "apple tree in the adult stage in pot 6", which the
-valid list calls "apple tree in pot 6" or "adult apple tree"). Among those, one whose first object
-holds the gold action's ("apple tree") wins over one about something else ("self watering flower pot
-6", the container; "flower in apricot tree", a part), then the longest.
+or else by a valid action with the same verb about the same first object: ScienceWorld's gold paths
+spell objects otherwise than the valid list ("apple tree in the adult stage in pot 6" for "apple tree
+in pot 6" or "adult apple tree"; "battery anode" for "anode in battery"; "pour cup containing blue
+paint in art studio in jug" for "... into jug"). The first objects (``head_object``) must be the same
+words or one's words must hold the other's, so the container ("self watering flower pot 6"), a part
+("flower in apricot tree") and a reversed move ("move flower pot 1 to apple seed") are not it. Among
+those (no number the gold action does not have: "flower pot 7" is not "flower pot 6"; the object after
+" to " or " into " the same by the same test), one whose first object holds the gold action's wins,
+then one that names nothing the gold action does not ("adult apple tree" over "apple tree in flower
+pot containing apple tree and soil and water"), then the one naming most of the gold action's words,
+then the most words in the same order, then the longest.
 """
 
 from __future__ import annotations
@@ -52,28 +58,72 @@ def label_of(gold: str, valid: Sequence[str]) -> str | None:
     if direct is not None:
         return direct
     verb = verb_of(gold)
-    gold_words = set(gold.split())
-    head = set(head_object(gold, verb).split())
-    best: tuple[tuple[bool, int], str] | None = None
+    gold_words = gold.lower().split()
+    named = set(gold_words) - _FUNCTION_WORDS
+    head = set(head_object(gold.lower(), verb).split())
+    destination = _destination(gold.lower())
+    best: tuple[tuple[bool, bool, float, float, int], str] | None = None
     for action in valid:
         if verb_of(action) != verb or len(action.split()) < 3:
             continue
-        if set(action.split()) <= gold_words:
-            # The object the gold action is about beats a longer match on its container's words.
-            key = (head <= set(head_object(action, verb).split()), len(action))
-            if best is None or key > best[0]:
-                best = (key, action)
+        other = set(head_object(action, verb).split())
+        # Both name the same first object: one's head words hold the other's ("adult apple tree" and
+        # "apple tree"; "anode" and "battery anode"). Else it is another object, or the reverse move.
+        if not _same_object(head, other) or not _same_object(destination, _destination(action)):
+            continue
+        words_ = action.split()
+        if any(w.isdigit() and w not in named for w in words_):
+            continue  # "flower pot 7" is not "flower pot 6"
+        names = set(words_) - _FUNCTION_WORDS
+        recall = len(named & names) / max(len(named), 1)
+        in_order = 2 * _common_subsequence(gold_words, words_) / (len(gold_words) + len(words_))
+        key = (head <= other, names <= named, recall, in_order, len(action))
+        if best is None or key > best[0]:
+            best = (key, action)
     return None if best is None else best[1]
 
 
-_RELATIONS = re.compile(r" (?:in|on|to|into) ")
+def _same_object(a: set[str] | None, b: set[str] | None) -> bool:
+    """Whether two head-word sets may name the same object (one holds the other); None (an action
+    without that object) does not rule it out."""
+    if a is None or b is None:
+        return True
+    return bool(a) and bool(b) and (a <= b or b <= a)
+
+
+def _destination(action: str) -> set[str] | None:
+    """Head words of the object after the last " to " or " into " ("move A in B to C" -> C), or None."""
+    at = max(action.rfind(" to "), action.rfind(" into "))
+    if at < 0:
+        return None
+    rest = action[at + 1 :].split(" ", 1)[1]
+    return set(_HEAD_END.split(rest, maxsplit=1)[0].split())
+
+
+_FUNCTION_WORDS = frozenset({"a", "an", "the", "in", "on", "to", "into", "containing", "and", "of", "with"})
+"""Words that relate or qualify objects rather than name them (for ``label_of``'s recall)."""
+
+
+def _common_subsequence(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two word lists (the words in the same order)."""
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+_HEAD_END = re.compile(r" (?:in|on|to|into|containing) ")
 
 
 def head_object(action: str, verb: str) -> str:
     """The first object an action names, before any relation word: ("look at apple tree in the adult
-    stage in pot 6", "look at") -> "apple tree"; ("move seed on plant to cup", "move") -> "seed"."""
+    stage in pot 6", "look at") -> "apple tree"; ("move seed on plant to cup", "move") -> "seed";
+    ("focus on flower pot containing apple seed", "focus on") -> "flower pot"."""
     target = verb_target(action, verb)
-    return _RELATIONS.split(action if target is None else target, maxsplit=1)[0]
+    return _HEAD_END.split(action if target is None else target, maxsplit=1)[0]
 
 
 @dataclass
