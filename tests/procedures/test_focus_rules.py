@@ -101,7 +101,6 @@ def test_without_the_task_logic_the_budget_is_what_the_description_says() -> Non
         "lifespan-longest-lived-then-shortest-lived",
         "measure-melting-point-known-substance",
         "measure-melting-point-unknown-substance",
-        "mendelian-genetics-known-plant",
         "test-conductivity",
         "use-thermometer",
     ],
@@ -111,7 +110,8 @@ def test_without_the_task_logic_the_budget_is_what_the_gold_path_focuses_on(
 ) -> None:
     """Gate-1's budget without the task logic, read from a train variation's own description, is the
     number of focus actions of its gold path: 3 for measure-melting-point (thermometer, substance, box),
-    2 for use-thermometer; a budget of 1 there drops the second focus and the task cannot finish."""
+    2 for use-thermometer; a budget of 1 there drops the second focus and the task cannot finish. (Not
+    mendelian genetics: its gold reset takes 6-9 s, and under load longer than the JVM call timeout.)"""
     spec = get_task(task)
     first = env.reset(spec.task_id, spec.variations["train"][0], gold=True)
     assert focus_limit_for(spec.name, first.task_description) == focus_count(env.gold_actions)

@@ -121,7 +121,7 @@ _HEAD_END = re.compile(r" (?:in|on|to|into|containing) ")
 def head_object(action: str, verb: str) -> str:
     """The first object an action names, before any relation word: ("look at apple tree in the adult
     stage in pot 6", "look at") -> "apple tree"; ("move seed on plant to cup", "move") -> "seed";
-    ("focus on flower pot containing apple seed", "focus on") -> "flower pot"."""
+    ("look at flower pot containing apple seed", "look at") -> "flower pot"."""
     target = verb_target(action, verb)
     return _HEAD_END.split(action if target is None else target, maxsplit=1)[0]
 
