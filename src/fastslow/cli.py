@@ -854,6 +854,14 @@ def train_swift_cmd(
             "examples unchanged (repeatable).",
         ),
     ] = None,
+    evidence: Annotated[
+        bool,
+        typer.Option(
+            "--evidence/--no-evidence",
+            help="Evidence keys: the words that tell a task's conditional alternatives apart, crossed "
+            "with what the agent has observed (docs/swift.md 2g).",
+        ),
+    ] = True,
 ) -> None:
     """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
     from fastslow.swift import imitation
@@ -866,7 +874,12 @@ def train_swift_cmd(
         raise UsageError(f"--seeds must be at least 1 (got {seeds})")
     target = out or Path(imitation.__file__).parent / "weights" / imitation.ARTIFACT
     settings = TrainSettings(
-        epochs=epochs, holdout_every=holdout_every, hash_bits=hash_bits, seed=seed, seeds=seeds
+        epochs=epochs,
+        holdout_every=holdout_every,
+        hash_bits=hash_bits,
+        seed=seed,
+        seeds=seeds,
+        evidence=evidence,
     )
     focus_dirs = list(focus_data or [])
     for d in [*data, *focus_dirs]:
@@ -885,6 +898,7 @@ def train_swift_cmd(
             "--seed",
             str(seed),
             *(["--seeds", str(seeds)] if seeds > 1 else []),
+            *([] if evidence else ["--no-evidence"]),
         ],
         focus_dirs,
     )

@@ -21,6 +21,9 @@ from fastslow.env.semantics import (
     FOCUS,
     PICK_UP,
     TELEPORT,
+    Alternative,
+    conditional_alternatives,
+    device_states,
     focus_on,
     focus_target,
     instructed_focus_count,
@@ -29,6 +32,7 @@ from fastslow.env.semantics import (
     task_destinations,
     teleport_targets,
     teleport_to,
+    thermometer_reading,
     verb_rest,
     verb_target,
 )
@@ -130,6 +134,42 @@ def test_task_destinations() -> None:
     genetics = "If the trait is dominant, focus on the red box. If it is recessive, focus on the green box."
     assert task_destinations(genetics) == set()
     assert task_destinations("Your task is to boil water. First, focus on the substance.") == set()
+
+
+def test_conditional_alternatives() -> None:
+    """The judgement tasks' "If <condition>, <act on> the <target>." sentences, in ScienceWorld's wording."""
+    melt = (
+        "Task Description:\nYour task is to measure the melting point of chocolate. First, focus on the "
+        "thermometer. If the melting point of chocolate is above -10.0 degrees celsius, focus on the blue "
+        "box. If the melting point of chocolate is below -10.0 degrees celsius, focus on the orange box. "
+        "The boxes are located around the kitchen."
+    )
+    assert conditional_alternatives(melt) == (
+        Alternative("the melting point of chocolate is above -10.0 degrees celsius", "blue box", -10.0),
+        Alternative("the melting point of chocolate is below -10.0 degrees celsius", "orange box", -10.0),
+    )
+    sort = (
+        "First, focus on the aluminum foil. If it is electrically conductive, place it in the red box. "
+        "If it is electrically nonconductive, place it in the green box."
+    )
+    assert [(a.target, a.number) for a in conditional_alternatives(sort)] == [
+        ("red box", None),
+        ("green box", None),
+    ]
+    assert conditional_alternatives("Your task is to boil water. First, focus on the substance.") == ()
+
+
+def test_readings_and_device_states() -> None:
+    assert thermometer_reading("the thermometer measures a temperature of -18 degrees celsius") == -18.0
+    assert thermometer_reading("the thermometer measures a temperature of 56.5 degrees celsius") == 56.5
+    assert thermometer_reading("You move the thermometer to the inventory.") is None
+    look = (
+        "This room is called the workshop. In it, you see: \n\ta electric buzzer, which is on\n\ta table. "
+        "On the table is: a battery, a blue light bulb, which is off, a switch, which is off."
+    )
+    assert device_states(look) == {"on", "off"}
+    assert device_states("a stove, which is turned off. a sink, which is turned on.") == {"off", "on"}
+    assert device_states("This room is called the hallway.") == set()
 
 
 def test_stagnation_patterns_come_from_vocab() -> None:

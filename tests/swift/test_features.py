@@ -1,4 +1,5 @@
-"""Imitation Swift features: action parsing, the feature matrix, the thermometer answer-box feature."""
+"""Imitation Swift features: action parsing, the feature matrix, the thermometer answer-box feature, the
+evidence keys."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 
 from fastslow.swift.features import (
     DENSE,
+    EVIDENCE_SLOTS,
     ActionTable,
     SwiftState,
     arguments,
@@ -91,3 +93,44 @@ def test_task_template_keys_are_the_same_whatever_the_cache_holds() -> None:
     chocolate, water = actions.index("focus on chocolate"), actions.index("focus on water")
     assert table.task_keys(ids[[water]], other)[0] == want[chocolate]
     assert table.task_keys(ids[[chocolate]], other)[0] != want[chocolate] != want[water]
+
+
+def _evidence_block(st: SwiftState) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    table = ActionTable()
+    ids = table.ids(ACTIONS)
+    plain_idx, plain_val = feature_index(table, ids, st)
+    idx, val = feature_index(table, ids, st, evidence=True)
+    return plain_idx, plain_val, idx, val
+
+
+def test_evidence_keys_sit_apart_and_only_on_the_alternatives_targets() -> None:
+    """With ``evidence`` the matrix gains ``EVIDENCE_SLOTS`` columns and is otherwise the same (a model
+    trained without them scores as before); only the candidates naming a conditional alternative's
+    target (the boxes) have evidence, and it follows the reading against the threshold."""
+    low = [("use thermometer on liquid chocolate", "the thermometer measures a temperature of 40 degrees", 0)]
+    high = [
+        ("use thermometer on liquid chocolate", "the thermometer measures a temperature of 60 degrees", 0)
+    ]
+    plain_idx, plain_val, idx, val = _evidence_block(state(low))
+    k = plain_idx.shape[1] - 4 * len(DENSE)  # the sparse block, then the evidence block
+    assert idx.shape[1] == plain_idx.shape[1] + EVIDENCE_SLOTS
+    assert np.array_equal(idx[:, :k], plain_idx[:, :k]) and np.array_equal(
+        idx[:, k + EVIDENCE_SLOTS :], plain_idx[:, k:]
+    )
+    assert np.array_equal(val[:, :k], plain_val[:, :k]) and np.array_equal(
+        val[:, k + EVIDENCE_SLOTS :], plain_val[:, k:]
+    )
+    block = val[:, k : k + EVIDENCE_SLOTS]
+    assert block[0].sum() > 0 and block[1].sum() > 0 and block[2].sum() == 0  # "open oven" names no box
+    # The two boxes' keys differ (above / below tell them apart), and a reading on the other side of the
+    # threshold changes both; "open oven" has none either way.
+    _, _, idx_high, val_high = _evidence_block(state(high))
+    ev, ev_high = idx[:, k : k + EVIDENCE_SLOTS], idx_high[:, k : k + EVIDENCE_SLOTS]
+    assert set(ev[0][block[0] > 0]) != set(ev[1][block[1] > 0])
+    for row in (0, 1):
+        assert set(ev[row][block[row] > 0]) != set(ev_high[row][val_high[row, k : k + EVIDENCE_SLOTS] > 0])
+    # A task without conditional alternatives has no evidence at all.
+    boil = SwiftState("boil", "Your task is to boil water.", 0, "", "", [], [], ACTIONS)
+    table = ActionTable()
+    _, val_boil = feature_index(table, table.ids(ACTIONS), boil, evidence=True)
+    assert val_boil[:, k : k + EVIDENCE_SLOTS].sum() == 0

@@ -41,7 +41,7 @@ def test_training_fits_gold_actions_and_roundtrips(gold_dir: Path, tmp_path: Pat
     loaded = SwiftWeights.load(path)
     swift = ImitationSwift(loaded)
     examples, focus, _ = load_examples(gold_dir, swift.table)
-    assert accuracy(loaded.w, swift.table, examples) >= 0.9
+    assert accuracy(loaded.w, swift.table, examples, loaded.evidence) >= 0.9
     assert focus["identify-life-stages-2"]
     # The gold action of every training step is proposed first.
     rows = list(read_rows(gold_dir))

@@ -687,3 +687,54 @@ def known_rooms(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> se
 def places(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
     """Names that are never a focus target: known rooms, the agent and the inventory."""
     return known_rooms(valid_actions, visited) | NON_OBJECTS
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One of a task's conditional alternatives: "If the melting point of tin is above 150.0 degrees
+    celsius, focus on the orange box." -> condition "the melting point of tin is above 150.0 degrees
+    celsius", target "orange box", number 150.0."""
+
+    condition: str
+    target: str
+    number: float | None
+
+
+_IF_SENTENCE = re.compile(r"^if (.+?), ([a-z ]+?) the ([a-z0-9 -]+?)\.?$")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@lru_cache(maxsize=256)
+def conditional_alternatives(task_description: str) -> tuple[Alternative, ...]:
+    """The description's "If <condition>, <do something with> the <target>." sentences, in order
+    (ScienceWorld's judgement tasks: measure-and-sort, conductivity, Mendelian genetics); () for a
+    task without any."""
+    text = task_description.lower().replace("task description:", "").strip()
+    out = []
+    for sentence in _SENTENCE_END.split(text):
+        match = _IF_SENTENCE.match(sentence.strip())
+        if match:
+            number = _NUMBER.search(match.group(1))
+            out.append(Alternative(match.group(1), match.group(3), float(number.group()) if number else None))
+    return tuple(out)
+
+
+_READING = re.compile(r"measures a temperature of (-?\d+(?:\.\d+)?) degrees")
+STATES_OF_MATTER = ("solid", "liquid", "gas")
+"""ScienceWorld's prefixes of a substance's state ("liquid lead")."""
+
+
+def thermometer_reading(observation: str) -> float | None:
+    """The temperature a thermometer observation reports ("the thermometer measures a temperature of
+    56 degrees celsius" -> 56.0), None for any other observation."""
+    match = _READING.search(observation)
+    return float(match.group(1)) if match else None
+
+
+_DEVICE_STATE = re.compile(r", which is (?:turned )?([a-z]+)")
+
+
+def device_states(text: str) -> frozenset[str]:
+    """The states a room description gives its devices ("a red light bulb, which is on", "a switch,
+    which is off" -> {"on", "off"})."""
+    return frozenset(_DEVICE_STATE.findall(text.lower()))

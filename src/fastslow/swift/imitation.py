@@ -55,6 +55,11 @@ class SwiftWeights:
     """Per task: words of the objects that gold paths focus on (the focus rule, ``swift/policy.py``)."""
     meta: dict[str, object] = field(default_factory=dict)
 
+    @property
+    def evidence(self) -> bool:
+        """Whether the model was trained with the evidence keys (``features.evidence_keys``)."""
+        return bool(self.meta.get("evidence", False))
+
     def save(self, path: Path) -> None:
         payload = {"focus_words": {k: sorted(v) for k, v in self.focus_words.items()}, "meta": self.meta}
         w16 = self.w.astype(np.float16)
@@ -107,7 +112,8 @@ class ImitationSwift:
     def score_state(self, state: SwiftState) -> FloatArray:
         """Model score of every valid action of ``state`` (same order)."""
         ids = self.table.ids(state.valid_actions)
-        return linear_scores(self.table, ids, state, self.weights.w, self.box_features, self.scratch)
+        w = self.weights
+        return linear_scores(self.table, ids, state, w.w, self.box_features, self.scratch, w.evidence)
 
     def state_of(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> SwiftState:
         state = SwiftState.from_trajectory(traj)

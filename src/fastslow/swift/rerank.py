@@ -160,10 +160,12 @@ def pool_features(
     box: bool = True,
     encode: Encoder | None = None,
     scratch: Scratch | None = None,
+    evidence: bool = False,
 ) -> Pool:
     """The linear scores of every candidate and the features of its best ``depth`` (with the
-    ``SEMANTIC`` columns when ``encode`` is given)."""
-    linear = linear_scores(table, ids, state, w, box, scratch)
+    ``SEMANTIC`` columns when ``encode`` is given; ``evidence``: the linear weights' own, as in
+    ``linear_scores``)."""
+    linear = linear_scores(table, ids, state, w, box, scratch, evidence)
     k = min(depth, len(ids))
     top = np.argsort(-linear, kind="stable")[:k]
     best = float(linear[top[0]]) if k else 0.0
@@ -311,6 +313,7 @@ class RerankSwift:
             linear.box_features,
             self.encode,
             linear.scratch,
+            linear.weights.evidence,
         )
         # one thread: LightGBM's OpenMP start costs more than 30 rows of trees (1.5 ms against 0.13 ms)
         second = np.asarray(r.booster.predict(pool.x.astype(np.float64), num_threads=1), dtype=np.float64)
@@ -418,7 +421,17 @@ def train_rerank(
     skipped = 0
     scratch = Scratch()
     pools = [
-        pool_features(table, e.ids, e.state, weights.w, settings.depth, verbs, tasks, scratch=scratch)
+        pool_features(
+            table,
+            e.ids,
+            e.state,
+            weights.w,
+            settings.depth,
+            verbs,
+            tasks,
+            scratch=scratch,
+            evidence=weights.evidence,
+        )
         for e in examples
     ]
     if encode is not None:

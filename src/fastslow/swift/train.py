@@ -152,6 +152,9 @@ class TrainSettings:
     scores are linear in the weights, so the mean is the ensemble of the rankers, at one ranker's cost."""
     hash_bits: int = N_BUCKETS.bit_length() - 1
     """The hashed weight vector holds 2**hash_bits buckets (default: ``features.N_BUCKETS``)."""
+    evidence: bool = True
+    """Train with the evidence keys (``features.evidence_keys``); recorded in the weights' meta, which
+    is how a run knows to compute them."""
 
 
 def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator[dict[str, Any]]:
@@ -292,19 +295,19 @@ class GradientSums:
 
 
 def _scores(
-    w: FloatArray, table: ActionTable, ex: Example, pos: IntArray
+    w: FloatArray, table: ActionTable, ex: Example, pos: IntArray, evidence: bool
 ) -> tuple[FloatArray, IntArray, FloatArray]:
-    idx, val = feature_index(table, ex.ids[pos], ex.state, buckets=len(w))
+    idx, val = feature_index(table, ex.ids[pos], ex.state, buckets=len(w), evidence=evidence)
     return (w[idx] * val).sum(axis=1), idx, val
 
 
-def accuracy(w: FloatArray, table: ActionTable, examples: Sequence[Example]) -> float:
+def accuracy(w: FloatArray, table: ActionTable, examples: Sequence[Example], evidence: bool) -> float:
     """Share of steps where the gold action ranks first among all valid actions."""
     if not examples:
         return 0.0
     hits = 0
     for ex in examples:
-        s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)))
+        s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)), evidence)
         hits += int(np.argmax(s) == ex.gold)
     return hits / len(examples)
 
@@ -343,7 +346,7 @@ def _fit(
         for k in order:
             ex = examples[k]
             pos = _sample(ex, table, settings, rng, mined.get(k, []))
-            s, idx, val = _scores(w, table, ex, pos)
+            s, idx, val = _scores(w, table, ex, pos, settings.evidence)
             p = np.exp(s - s.max())
             p /= p.sum()
             loss -= float(np.log(max(p[0], 1e-12)))
@@ -360,13 +363,13 @@ def _fit(
         if settings.mined and epoch + 1 < settings.epochs and epoch % 2 == 0:
             # Mine the negatives the current model ranks highest among *all* valid actions.
             for k, ex in enumerate(examples):
-                s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)))
+                s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)), settings.evidence)
                 top = np.argsort(-s)[: settings.mined + 1]
                 mined[k] = [int(t) for t in top if t != ex.gold][: settings.mined]
         mean_loss = loss / max(len(order), 1)
         line = f"epoch {epoch + 1}/{settings.epochs}: loss {mean_loss:.3f}"
         if held:
-            top1 = accuracy(averaged(), table, held)
+            top1 = accuracy(averaged(), table, held, settings.evidence)
             line += f", held-out top-1 {top1:.3f}"
         say(f"{line} ({time.perf_counter() - t0:.0f} s)")
     return averaged(), top1
@@ -405,13 +408,16 @@ def train(
         **stats,
         "train_steps": len(examples),
         "epochs": settings.epochs,
+        "evidence": settings.evidence,
         **({"seeds": seeds} if len(seeds) > 1 else {}),
         "train_s": round(time.perf_counter() - t0, 1),
     }
     if held:
         report["holdout_steps"] = len(held)
         # the last epoch's figure is of these very weights: not scored a second time
-        report["holdout_top1"] = round(accuracy(w, table, held) if top1 is None else top1, 4)
+        report["holdout_top1"] = round(
+            accuracy(w, table, held, settings.evidence) if top1 is None else top1, 4
+        )
     episodes = sorted({e.episode for e in examples} | {e.episode for e in held})
     held_out = sorted({e.episode for e in held})
     weights = SwiftWeights(w, focus, {**report, "episodes": episodes, "held_out": held_out})
