@@ -34,9 +34,10 @@ from fastslow.swift.features import (
 
 ARTIFACT = "imitation.npz"
 
-#: Weights of the memory features. Gold trajectories carry no memories, so these cannot be learnt by
-#: imitation; they are set by hand: a success memory's action is a strong hint, an avoidance one a
-#: strong veto, a near-miss a weak hint.
+#: Weights of the memory features that ``fastslow train swift`` writes. Gold trajectories carry no
+#: memories, so imitation cannot learn them; these are set by hand (a success memory's action a strong
+#: hint, an avoidance one a strong veto, a near-miss a weak hint) until ``fastslow train swift-memory``
+#: fits them from a warm-up's store, as the packaged model's are (docs/swift.md 2c, 2g).
 MEMORY_WEIGHTS = {"mem_success": 3.0, "mem_near_miss": 1.0, "mem_avoid": -4.0, "mem_overlap": 1.0}
 
 
