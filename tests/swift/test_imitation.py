@@ -21,7 +21,7 @@ from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows
 from fastslow.swift.features import SwiftState, feature_index, words
-from fastslow.swift.imitation import MEMORY_WEIGHTS, ImitationSwift, SwiftWeights
+from fastslow.swift.imitation import MEMORY_WEIGHTS, ImitationSwift, SwiftWeights, dense_global_index
 from fastslow.swift.policy import SafetyPolicy
 from fastslow.swift.train import GradientSums, TrainSettings, accuracy, label_of, load_examples, train
 
@@ -202,11 +202,33 @@ def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) 
     assert 0.0 < proposal.confidence <= 1.0
 
 
+def _with_memory_weights(weights: SwiftWeights, memory: dict[str, float]) -> SwiftWeights:
+    w = weights.w.copy()
+    for name, value in memory.items():
+        w[dense_global_index(name, len(w))] = value
+    return SwiftWeights(w, weights.focus_words, weights.meta)
+
+
+def test_the_packaged_memory_weights_are_the_fitted_ones() -> None:
+    """The packaged model's memory weights are what ``fastslow train swift-memory`` fitted (its report in
+    the meta), not the hand-set ones ``fastslow train swift`` writes (issue #29, point 3)."""
+    packaged = SwiftWeights.load()
+    fitted = packaged.meta["memory_weights"]
+    assert isinstance(fitted, dict)
+    provenance = fitted["provenance"]
+    assert isinstance(provenance, dict) and provenance["data"]["split"] == "train"
+    for name, value in fitted["weights"].items():
+        assert abs(float(packaged.w[dense_global_index(name, len(packaged.w))]) - value) < 1e-3
+    assert fitted["weights"] != MEMORY_WEIGHTS
+
+
 def test_memories_change_the_ranking(env: ScienceWorldAdapter) -> None:
+    """The memory features move a candidate's score by their weights: the packaged ranker with the
+    hand-set memory weights (the packaged ones are fitted and small, the test above)."""
     task = get_task(0)
     first = env.reset(0, task.variations["test"][0])
     traj = Trajectory(0, task.name, 0, first.task_description, first)
-    swift = ImitationSwift(top_k=3)
+    swift = ImitationSwift(_with_memory_weights(SwiftWeights.load(), MEMORY_WEIGHTS), top_k=3)
     plain = swift.propose(traj)
     top, second = (c.action for c in plain.candidates[:2])
     state = SwiftState.from_trajectory(traj)
@@ -243,8 +265,9 @@ def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorl
     for state in (*states, big, small, big):
         reused = swift.score_state(state)
         ids = swift.table.ids(state.valid_actions)
-        idx, val = feature_index(swift.table, ids, state, False, buckets=len(swift.weights.w))
-        assert np.array_equal(reused, (swift.weights.w[idx] * val).sum(axis=1))
+        w = swift.weights
+        idx, val = feature_index(swift.table, ids, state, False, buckets=len(w.w), evidence=w.evidence)
+        assert np.array_equal(reused, (w.w[idx] * val).sum(axis=1))
 
 
 def test_bench_swift_reports_percentiles() -> None:
