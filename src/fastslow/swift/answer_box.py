@@ -16,6 +16,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from fastslow.env.semantics import thermometer_reading
+
 if TYPE_CHECKING:
     from fastslow.swift.features import ActionTable, FloatArray, IntArray, SwiftState
 
@@ -24,7 +26,6 @@ UNMEASURED_COL = 13
 """Columns of ``features.DENSE`` (box_agrees, box_unmeasured) these features fill."""
 
 _CLAUSE = r"{side} (-?\d+(?:\.\d+)?) degrees celsius, (?:focus on|place it in) the ([a-z ]+?) box"
-_READING = re.compile(r"measures a temperature of (-?\d+(?:\.\d+)?) degrees")
 
 
 @cache
@@ -45,10 +46,9 @@ def _right_box(state: SwiftState, threshold: float, box_above: str, box_below: s
     substance above the threshold already proves "above" (it melts higher still)."""
     melting = "melting point" in state.task_description
     for action, observation, _ in reversed(state.history):
-        match = _READING.search(observation)
-        if not match:
+        reading = thermometer_reading(observation)
+        if reading is None:
             continue
-        reading = float(match.group(1))
         if not melting or " liquid " in f" {action} ":
             return box_above if reading > threshold else box_below
         return box_above if reading > threshold else None
