@@ -862,6 +862,14 @@ def train_swift_cmd(
             "with what the agent has observed (docs/swift.md 2g).",
         ),
     ] = True,
+    object_states: Annotated[
+        bool,
+        typer.Option(
+            "--object-states/--no-object-states",
+            help="Object-state keys: the words the look adds to the object a candidate names, such as a "
+            "plant's stage (docs/swift.md 2h).",
+        ),
+    ] = True,
 ) -> None:
     """Train the embedded imitation Swift (CPU, numpy) and write its weights."""
     from fastslow.swift import imitation
@@ -880,6 +888,7 @@ def train_swift_cmd(
         seed=seed,
         seeds=seeds,
         evidence=evidence,
+        object_states=object_states,
     )
     focus_dirs = list(focus_data or [])
     for d in [*data, *focus_dirs]:
@@ -899,6 +908,7 @@ def train_swift_cmd(
             str(seed),
             *(["--seeds", str(seeds)] if seeds > 1 else []),
             *([] if evidence else ["--no-evidence"]),
+            *([] if object_states else ["--no-object-states"]),
         ],
         focus_dirs,
     )

@@ -23,6 +23,7 @@ from fastslow.env.semantics import (
     TELEPORT,
     Alternative,
     conditional_alternatives,
+    described_contents,
     device_states,
     focus_on,
     focus_target,
@@ -170,6 +171,25 @@ def test_readings_and_device_states() -> None:
     assert device_states(look) == {"on", "off"}
     assert device_states("a stove, which is turned off. a sink, which is turned on.") == {"off", "on"}
     assert device_states("This room is called the hallway.") == set()
+
+
+def test_described_contents() -> None:
+    """A plant's stage is in the look, under every name an action may give the plant; what it carries
+    is cut off, and an item that says nothing beyond its name has no entry."""
+    look = (
+        "Here you see: \n\ta self watering flower pot 2 (containing a apricot tree in the reproducing stage. "
+        "On the apricot tree you see: a flower. , soil)\n\ta self watering flower pot 8 (containing a dead "
+        "apricot tree, soil, a substance called water)\n\ta self watering flower pot 9 (containing a "
+        "apricot tree in the seedling stage, soil, a substance called water)\n"
+        "\ta fire pit (containing nothing)"
+    )
+    described = described_contents(look)
+    assert described["apricot tree in self watering flower pot 9"] == ("seedling",)
+    assert described["tree in self watering flower pot 9"] == ("apricot", "seedling")
+    assert described["apricot tree in self watering flower pot 2"] == ("reproducing",)
+    assert described["apricot tree in self watering flower pot 8"] == ("dead",)
+    assert not any(k.startswith(("soil in", "water in")) or "fire pit" in k for k in described)
+    assert described_contents("This room is called the hallway.") == {}
 
 
 def test_stagnation_patterns_come_from_vocab() -> None:

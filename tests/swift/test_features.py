@@ -8,11 +8,15 @@ import numpy as np
 from fastslow.swift.features import (
     DENSE,
     EVIDENCE_SLOTS,
+    STATE_CONTEXT,
+    STATE_SLOTS,
     ActionTable,
     SwiftState,
     arguments,
     dense_features,
     feature_index,
+    linear_scores,
+    object_state_keys,
     verb_of,
 )
 
@@ -134,3 +138,48 @@ def test_evidence_keys_sit_apart_and_only_on_the_alternatives_targets() -> None:
     table = ActionTable()
     _, val_boil = feature_index(table, table.ids(ACTIONS), boil, evidence=True)
     assert val_boil[:, k : k + EVIDENCE_SLOTS].sum() == 0
+
+
+def test_object_state_keys_follow_the_look_not_the_action() -> None:
+    """Two valid actions that differ only in the pot get keys from what the look says each pot holds
+    (seedling / reproducing); the block sits after the sparse and evidence blocks, is 0 for the other
+    candidates, and ``linear_scores`` adds it as the matrix form does."""
+    actions = [
+        "focus on apricot tree in self watering flower pot 2",
+        "focus on apricot tree in self watering flower pot 9",
+        "open door to kitchen",
+    ]
+
+    def look(first: str, second: str) -> SwiftState:
+        text = (
+            "Here you see: \n\ta self watering flower pot 2 (containing a apricot tree in the "
+            f"{first} stage, soil)\n\ta self watering flower pot 9 (containing a apricot tree in the "
+            f"{second} stage, soil)"
+        )
+        task = (
+            "Your task is to focus on the life stages of the apricot plant, starting from earliest to latest."
+        )
+        return SwiftState("identify-life-stages-2", task, 33, text, "", [], [], actions)
+
+    table = ActionTable()
+    ids = table.ids(actions)
+    rows, keys = object_state_keys(table, ids, look("seedling", "reproducing"))
+    assert rows.tolist() == [0, 1] and keys.shape == (2, STATE_SLOTS) and keys[0, 0] != keys[1, 0]
+    swapped_rows, swapped = object_state_keys(table, ids, look("reproducing", "seedling"))
+    assert swapped_rows.tolist() == [0, 1] and swapped[0, 0] == keys[1, 0] and swapped[1, 0] == keys[0, 0]
+    st = look("seedling", "reproducing")
+    plain_idx, _ = feature_index(table, ids, st, evidence=True)
+    idx, val = feature_index(table, ids, st, evidence=True, states=True)
+    k = plain_idx.shape[1] - 4 * len(DENSE)
+    width = STATE_SLOTS * STATE_CONTEXT
+    assert idx.shape[1] == plain_idx.shape[1] + width
+    block = val[:, k : k + width]
+    assert block[0].sum() == block[1].sum() == STATE_CONTEXT and block[2].sum() == 0  # one word each
+    w = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
+    np.testing.assert_allclose(
+        linear_scores(table, ids, st, w, evidence=True, states=True), (w[idx] * val).sum(axis=1), rtol=1e-5
+    )
+    # A look that describes pots none of the candidates names: an all-zero block.
+    door = table.ids(actions[2:])
+    idx, val = feature_index(table, door, st, evidence=True, states=True)
+    assert not val[:, k : k + width].any()

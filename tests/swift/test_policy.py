@@ -6,7 +6,8 @@ import numpy as np
 
 from fastslow.core.step import StepResult
 from fastslow.events import EndState
-from fastslow.swift.policy import SafetyPolicy
+from fastslow.swift.policy import ANCHORED, NAMED_ONLY, SafetyPolicy
+from fastslow.swift.train import FocusVocabulary
 
 VALID = ("teleport to kitchen", "teleport to greenhouse", "open oven", "focus on kitchen", "wait1")
 
@@ -129,3 +130,27 @@ def test_the_focus_rule_compares_objects_not_names() -> None:
     assert not allowed("focus on orange paint", orange)  # the same object, named otherwise
     mixed = at("yellow-orange paint")
     assert allowed("focus on paint in bowl", mixed)
+
+
+def test_an_anchored_task_refuses_a_focus_that_shares_no_word_with_it() -> None:
+    """Life stages: every gold target names the description's animal ("egg turtle"), so the vocabulary
+    marks the task ANCHORED and a variation about the moth refuses "egg turtle" and "beaver" (words
+    training saw) while "egg moth" stays allowed. Find-animal's gold targets share no word with its
+    description: it keeps its open vocabulary."""
+    turtle = "Your task is to focus on the 4 life stages of the turtle, starting from earliest to latest."
+    beaver = "Your task is to focus on the 3 life stages of the beaver, starting from earliest to latest."
+    animal = "Your task is to find a(n) animal. First, focus on the thing. Then, move it to the red box."
+    vocabulary = FocusVocabulary()
+    vocabulary.add("identify-life-stages-1", turtle, "focus on egg turtle in outside")
+    vocabulary.add("identify-life-stages-1", beaver, "focus on baby beaver in outside")
+    vocabulary.add("find-animal", animal, "focus on egg turtle")
+    vocabulary.add("find-animal", animal, "focus on crocodile")
+    words = vocabulary.result()
+    assert ANCHORED in words["identify-life-stages-1"]
+    assert ANCHORED not in words["find-animal"] and NAMED_ONLY not in words["find-animal"]
+    policy = SafetyPolicy(focus_words=words)
+    moth = "Your task is to focus on the 4 life stages of the moth, starting from earliest to latest."
+    assert not policy.focus_allowed("focus on egg turtle", "identify-life-stages-1", moth, set())
+    assert not policy.focus_allowed("focus on beaver", "identify-life-stages-1", moth, set())
+    assert policy.focus_allowed("focus on egg moth", "identify-life-stages-1", moth, set())
+    assert policy.focus_allowed("focus on egg turtle", "find-animal", animal, set())

@@ -448,6 +448,33 @@ def container_listings(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple((normalize(m.group(1)), _split_contents(m.group(2))) for m in _CONTAINS.finditer(text))
 
 
+@lru_cache(maxsize=64)
+def described_contents(text: str) -> dict[str, tuple[str, ...]]:
+    """The words that describe the contents of the containers a look or inventory lists, keyed by every
+    "<name> in <container>" an action may call them (normalized), the name being the item or any
+    of its endings: "a self watering flower pot 9 (containing a apricot tree in the seedling stage, soil)"
+    -> {"apricot tree in self watering flower pot 9": ("seedling",), "tree in self watering flower pot 9":
+    ("apricot", "seedling"), ...}; "dead apricot tree" -> "apricot tree in ...": ("dead",). What an item
+    carries ("On the apricot tree you see: a flower.") is cut off; an item that says nothing beyond its
+    name has no entry. Swift's object-state keys read it (``swift.features``): the stage of a plant is in
+    the look, never in the valid action that focuses on it. The dict is cached: read it, never change it."""
+    out: dict[str, tuple[str, ...]] = {}
+    for container, items in container_listings(text):
+        for item in items:
+            words = item.split(" on ", 1)[0].split()
+            base = " ".join(words).split(" in ", 1)[0].split()
+            for i in range(len(base)):
+                named = base[i:]
+                extra = tuple(w for w in words if w not in named and w not in _STATE_FILLER)
+                if extra:
+                    out.setdefault(f"{' '.join(named)} in {container}", extra)
+    return out
+
+
+_STATE_FILLER = frozenset({"in", "stage"})
+"""Words of a described item that say nothing about its state ("in the seedling stage")."""
+
+
 def _names_container(referent: str, name: str, contents: tuple[str, ...]) -> bool:
     """Whether ScienceWorld's ``referent`` (normalized, no location) names the listed container: its
     name or last word ("wood cup", "cup"), or "<noun> containing <its contents joined by 'and'>"."""
@@ -658,6 +685,13 @@ def object_names(text: str) -> list[str]:
     """The names of the objects a look, inventory or observation lists, nested ones included, in
     canonical form ("a metal pot (containing a substance called liquid lead)" -> "metal pot",
     "liquid lead"); descriptions after a name ("which is turned on") stay out."""
+    return list(_object_names(text))
+
+
+@lru_cache(maxsize=1024)
+def _object_names(text: str) -> tuple[str, ...]:
+    """``object_names``, cached: Swift's safety policy asks it of the same look for every focus
+    candidate of every decision."""
     names = []
     for part in _OBJECT_SPLIT.split(text.lower()):
         part = part.strip().rstrip(".")
@@ -670,7 +704,7 @@ def object_names(text: str) -> list[str]:
         head = normalize(part.split(" which ", 1)[0])
         if head:
             names.append(head)
-    return names
+    return tuple(names)
 
 
 def teleport_targets(valid_actions: Sequence[str]) -> set[str]:

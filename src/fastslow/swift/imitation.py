@@ -61,6 +61,11 @@ class SwiftWeights:
         """Whether the model was trained with the evidence keys (``features.evidence_keys``)."""
         return bool(self.meta.get("evidence", False))
 
+    @property
+    def states(self) -> bool:
+        """Whether the model was trained with the object-state keys (``features.object_state_keys``)."""
+        return bool(self.meta.get("object_states", False))
+
     def save(self, path: Path) -> None:
         payload = {"focus_words": {k: sorted(v) for k, v in self.focus_words.items()}, "meta": self.meta}
         w16 = self.w.astype(np.float16)
@@ -114,7 +119,9 @@ class ImitationSwift:
         """Model score of every valid action of ``state`` (same order)."""
         ids = self.table.ids(state.valid_actions)
         w = self.weights
-        return linear_scores(self.table, ids, state, w.w, self.box_features, self.scratch, w.evidence)
+        return linear_scores(
+            self.table, ids, state, w.w, self.box_features, self.scratch, w.evidence, w.states
+        )
 
     def state_of(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> SwiftState:
         state = SwiftState.from_trajectory(traj)
@@ -135,7 +142,11 @@ def ranked(actions: Sequence[str], scores: FloatArray, top_k: int) -> Proposal:
     if not finite.any():
         return Proposal((), 0.0)
     k = min(top_k, int(finite.sum()))
-    order = np.argsort(-scores, kind="stable")[:k]
+    # The k best in a stable order (ties by position, as a stable argsort of all of them), sorting
+    # only the scores at or above the k-th best instead of all ~3,000.
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    best = np.flatnonzero(scores >= kth)
+    order = best[np.argsort(-scores[best], kind="stable")][:k]
     top = float(scores[order[0]])
     probs = np.exp(scores[finite] - top)
     confidence = float(1.0 / probs.sum())

@@ -59,6 +59,9 @@ from fastslow.swift.features import FloatArray, arguments, words
 _EXEMPT_PREFIXES = ("wait",)
 NAMED_ONLY = "<named-only>"
 """Marker in a task's focus words: its gold focus target is always named in the task description."""
+ANCHORED = "<anchored>"
+"""Marker in a task's focus words: every gold focus target shares a word with the task description
+("egg turtle" for "the 4 life stages of the turtle"), so a target that shares none is refused."""
 
 
 @dataclass
@@ -122,8 +125,11 @@ class SafetyPolicy:
         if names_part_of_focus_phrase(base, task_description):
             return False  # "orange" (the fruit) when the task names "the orange paint"
         learnt = self.focus_words.get(task_name, set())
-        allowed = set(words(task_description)) | (set() if NAMED_ONLY in learnt else learnt)
+        described = set(words(task_description))
+        allowed = described | (set() if NAMED_ONLY in learnt else learnt)
         needed = words(base)
+        if ANCHORED in learnt and described.isdisjoint(needed):
+            return False
         return bool(needed) and all(w in allowed for w in needed)
 
     def adjust(
@@ -140,21 +146,21 @@ class SafetyPolicy:
         counts: dict[str, int] = {}
         for a in recent:
             counts[a] = counts.get(a, 0) + 1
-        rooms = teleport_targets(current.valid_actions)
+        rooms: set[str] | None = None  # read from the valid actions for the first focus candidate
         # After ``focus on X`` was ambiguous, a bare number would confirm a focus on an arbitrary object.
         ambiguous_focus = bool(self._recent) and is_focus(self._recent[-1])
         ambiguous_focus = ambiguous_focus and current.observation.startswith(AMBIGUOUS)
         for i, action in enumerate(actions):
-            if (
+            vetoed = (
                 action == RESET_TASK
                 or (ambiguous_focus and action.isdigit())
                 or self._held(action, fingerprint)
-                or (
-                    self.focus_rule
-                    and action.startswith(FOCUS)
-                    and not self.focus_allowed(action, task_name, current.task_description, rooms, current)
-                )
-            ):
+            )
+            if not vetoed and self.focus_rule and action.startswith(FOCUS):
+                if rooms is None:
+                    rooms = teleport_targets(current.valid_actions)
+                vetoed = not self.focus_allowed(action, task_name, current.task_description, rooms, current)
+            if vetoed:
                 out[i] = -np.inf
             n = counts.get(action)
             if n:

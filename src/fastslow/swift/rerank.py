@@ -161,11 +161,12 @@ def pool_features(
     encode: Encoder | None = None,
     scratch: Scratch | None = None,
     evidence: bool = False,
+    states: bool = False,
 ) -> Pool:
     """The linear scores of every candidate and the features of its best ``depth`` (with the
-    ``SEMANTIC`` columns when ``encode`` is given; ``evidence``: the linear weights' own, as in
-    ``linear_scores``)."""
-    linear = linear_scores(table, ids, state, w, box, scratch, evidence)
+    ``SEMANTIC`` columns when ``encode`` is given; ``evidence``, ``states``: the linear weights' own, as
+    in ``linear_scores``)."""
+    linear = linear_scores(table, ids, state, w, box, scratch, evidence, states)
     k = min(depth, len(ids))
     top = np.argsort(-linear, kind="stable")[:k]
     best = float(linear[top[0]]) if k else 0.0
@@ -314,6 +315,7 @@ class RerankSwift:
             self.encode,
             linear.scratch,
             linear.weights.evidence,
+            linear.weights.states,
         )
         # one thread: LightGBM's OpenMP start costs more than 30 rows of trees (1.5 ms against 0.13 ms)
         second = np.asarray(r.booster.predict(pool.x.astype(np.float64), num_threads=1), dtype=np.float64)
@@ -431,6 +433,7 @@ def train_rerank(
             tasks,
             scratch=scratch,
             evidence=weights.evidence,
+            states=weights.states,
         )
         for e in examples
     ]

@@ -47,7 +47,7 @@ from fastslow.swift.features import (
     words,
 )
 from fastslow.swift.imitation import MEMORY_WEIGHTS, SwiftWeights, dense_global_index
-from fastslow.swift.policy import NAMED_ONLY
+from fastslow.swift.policy import ANCHORED, NAMED_ONLY
 
 Float64Array = npt.NDArray[np.float64]
 
@@ -155,6 +155,8 @@ class TrainSettings:
     evidence: bool = True
     """Train with the evidence keys (``features.evidence_keys``); recorded in the weights' meta, which
     is how a run knows to compute them."""
+    object_states: bool = True
+    """Train with the object-state keys (``features.object_state_keys``); recorded in the meta too."""
 
 
 def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator[dict[str, Any]]:
@@ -164,11 +166,12 @@ def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator
 
 @dataclass
 class FocusVocabulary:
-    """Per task, the words of the objects gold paths focus on (the safety policy's focus rule), and whether
-    those objects are named in the task description."""
+    """Per task, the words of the objects gold paths focus on (the safety policy's focus rule), whether
+    those objects are named in the task description, and whether they share a word with it."""
 
     found: dict[str, set[str]] = field(default_factory=dict)
     named: dict[str, list[bool]] = field(default_factory=dict)
+    anchored: dict[str, list[bool]] = field(default_factory=dict)
 
     def add(self, task_name: str, task_description: str, label: str) -> None:
         """Note a gold step's label (in the valid list's spelling) if it is a focus."""
@@ -177,7 +180,9 @@ class FocusVocabulary:
             return
         target = words((arguments(label) or [focused])[0])
         self.found.setdefault(task_name, set()).update(target)
-        self.named.setdefault(task_name, []).append(set(target) <= set(words(task_description)))
+        described = set(words(task_description))
+        self.named.setdefault(task_name, []).append(set(target) <= described)
+        self.anchored.setdefault(task_name, []).append(bool(set(target) & described))
 
     def add_datasets(self, data: Sequence[Path]) -> int:
         """Note the gold focus steps of whole datasets (only their focus rows are labelled); returns how
@@ -194,11 +199,16 @@ class FocusVocabulary:
     def result(self) -> dict[str, set[str]]:
         """The focus words per task; a task whose gold targets are mostly named in its description gets
         ``NAMED_ONLY`` instead: there only named objects may be focused on (a test variation's "green
-        light bulb" must not match training's "red light bulb")."""
+        light bulb" must not match training's "red light bulb"). A task whose every gold target shares a
+        word with its description ("egg turtle" for "the life stages of the turtle") also gets
+        ``ANCHORED``: a focus whose target shares none is refused (training's "crocodile" in a variation
+        about the moth)."""
         out = {task: set(targets) for task, targets in self.found.items()}
         for task, flags in self.named.items():
             if sum(flags) >= len(flags) / 2:
                 out[task] = {NAMED_ONLY}
+            elif all(self.anchored[task]):
+                out[task].add(ANCHORED)
         return out
 
 
@@ -295,19 +305,21 @@ class GradientSums:
 
 
 def _scores(
-    w: FloatArray, table: ActionTable, ex: Example, pos: IntArray, evidence: bool
+    w: FloatArray, table: ActionTable, ex: Example, pos: IntArray, evidence: bool, states: bool = False
 ) -> tuple[FloatArray, IntArray, FloatArray]:
-    idx, val = feature_index(table, ex.ids[pos], ex.state, buckets=len(w), evidence=evidence)
+    idx, val = feature_index(table, ex.ids[pos], ex.state, buckets=len(w), evidence=evidence, states=states)
     return (w[idx] * val).sum(axis=1), idx, val
 
 
-def accuracy(w: FloatArray, table: ActionTable, examples: Sequence[Example], evidence: bool) -> float:
+def accuracy(
+    w: FloatArray, table: ActionTable, examples: Sequence[Example], evidence: bool, states: bool = False
+) -> float:
     """Share of steps where the gold action ranks first among all valid actions."""
     if not examples:
         return 0.0
     hits = 0
     for ex in examples:
-        s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)), evidence)
+        s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)), evidence, states)
         hits += int(np.argmax(s) == ex.gold)
     return hits / len(examples)
 
@@ -346,7 +358,7 @@ def _fit(
         for k in order:
             ex = examples[k]
             pos = _sample(ex, table, settings, rng, mined.get(k, []))
-            s, idx, val = _scores(w, table, ex, pos, settings.evidence)
+            s, idx, val = _scores(w, table, ex, pos, settings.evidence, settings.object_states)
             p = np.exp(s - s.max())
             p /= p.sum()
             loss -= float(np.log(max(p[0], 1e-12)))
@@ -363,13 +375,15 @@ def _fit(
         if settings.mined and epoch + 1 < settings.epochs and epoch % 2 == 0:
             # Mine the negatives the current model ranks highest among *all* valid actions.
             for k, ex in enumerate(examples):
-                s, _, _ = _scores(w, table, ex, np.arange(len(ex.ids)), settings.evidence)
+                s, _, _ = _scores(
+                    w, table, ex, np.arange(len(ex.ids)), settings.evidence, settings.object_states
+                )
                 top = np.argsort(-s)[: settings.mined + 1]
                 mined[k] = [int(t) for t in top if t != ex.gold][: settings.mined]
         mean_loss = loss / max(len(order), 1)
         line = f"epoch {epoch + 1}/{settings.epochs}: loss {mean_loss:.3f}"
         if held:
-            top1 = accuracy(averaged(), table, held, settings.evidence)
+            top1 = accuracy(averaged(), table, held, settings.evidence, settings.object_states)
             line += f", held-out top-1 {top1:.3f}"
         say(f"{line} ({time.perf_counter() - t0:.0f} s)")
     return averaged(), top1
@@ -409,6 +423,7 @@ def train(
         "train_steps": len(examples),
         "epochs": settings.epochs,
         "evidence": settings.evidence,
+        "object_states": settings.object_states,
         **({"seeds": seeds} if len(seeds) > 1 else {}),
         "train_s": round(time.perf_counter() - t0, 1),
     }
@@ -416,7 +431,7 @@ def train(
         report["holdout_steps"] = len(held)
         # the last epoch's figure is of these very weights: not scored a second time
         report["holdout_top1"] = round(
-            accuracy(w, table, held, settings.evidence) if top1 is None else top1, 4
+            accuracy(w, table, held, settings.evidence, settings.object_states) if top1 is None else top1, 4
         )
     episodes = sorted({e.episode for e in examples} | {e.episode for e in held})
     held_out = sorted({e.episode for e in held})
