@@ -20,6 +20,7 @@ def _shape(value: object) -> object:
     return type(value).__name__ if value is not None else "None"
 
 
+@pytest.mark.slow  # 1-3 min: starts a Ray cluster and two actors with their JVMs (make test-slow)
 def test_ray_executor_matches_local_with_seeds(tmp_path: Path) -> None:
     """Same seeded episodes on Ray (2 actors, each building the seeded agents) and locally: the same ids,
     logs, metrics schema and per-seed metrics. One Ray start covers both properties."""

@@ -268,12 +268,50 @@ def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorl
         reused = swift.score_state(state)
         ids = swift.table.ids(state.valid_actions)
         w = swift.weights
-        fresh = linear_scores(swift.table, ids, state, w.w, False, evidence=w.evidence)
+        fresh = linear_scores(swift.table, ids, state, w.w, False, evidence=w.evidence, states=w.states)
         assert np.array_equal(reused, fresh)
-        idx, val = feature_index(swift.table, ids, state, False, buckets=len(w.w), evidence=w.evidence)
+        idx, val = feature_index(
+            swift.table, ids, state, False, buckets=len(w.w), evidence=w.evidence, states=w.states
+        )
         matrix = (w.w[idx] * val).sum(axis=1)
         np.testing.assert_allclose(reused, matrix, rtol=1e-5, atol=1e-5)
         assert np.argmax(reused) == np.argmax(matrix)
+
+
+def test_context_sums_are_dropped_with_their_weights_and_task(env: ScienceWorldAdapter) -> None:
+    """The sparse sums a scorer keeps per context key (``features.ContextSums``) are those of one
+    weight vector and one task description: a decision with other weights, on another task, or after a
+    step of this one (new context keys beside recurring ones, new actions) scores bit for bit as a
+    scorer that keeps nothing, and the sums are kept only for ``limit`` context keys."""
+    swift = ImitationSwift(box_features=False)
+    swift.scratch.sums.limit = 12
+    w = swift.weights
+
+    def check(state: SwiftState, weights: np.ndarray) -> None:
+        ids = swift.table.ids(state.valid_actions)
+        kept = linear_scores(swift.table, ids, state, weights, False, swift.scratch, w.evidence, w.states)
+        fresh = linear_scores(swift.table, ids, state, weights, False, evidence=w.evidence, states=w.states)
+        assert np.array_equal(kept, fresh)
+
+    states = []
+    for task_id in (0, 13):
+        task = get_task(task_id)
+        variation = task.variations["train"][0]
+        first = env.reset(task_id, variation)
+        traj = Trajectory(task_id, task.name, variation, first.task_description, first)
+        states.append(SwiftState.from_trajectory(traj))
+        for action in [a for a in first.valid_actions if a.startswith("teleport to ")][:3]:
+            traj.record(action, "scripted", env.step(action))
+            states.append(SwiftState.from_trajectory(traj))
+    doubled = w.w * 2
+    for weights in (w.w, doubled, w.w):
+        for state in (*states, states[0], states[-1]):
+            check(state, weights)
+    assert len(swift.scratch.sums._rows) <= 12
+    assert not np.array_equal(
+        swift.score_state(states[0]),
+        linear_scores(swift.table, swift.table.ids(states[0].valid_actions), states[0], doubled, False),
+    )
 
 
 def test_bench_swift_reports_percentiles() -> None:

@@ -3,8 +3,9 @@
 Swift is the fast path of the dual-process loop, so its decision must cost far less than the ~25-30 ms
 env step. The benchmark gathers real valid actions by teleporting through the rooms of a ScienceWorld
 task until about ``n_actions`` distinct ones are known, then times full decisions (features, scoring,
-top-k, and the Swift-only safety policy) on that state while the history grows step by step. The
-first decision, which hashes every action string once, is reported apart (``cold_first_ms``).
+top-k, and the Swift-only safety policy) on that state while the history grows step by step, a
+different valid action each step. The first decision, which hashes every action string once, is
+reported apart (``cold_first_ms``).
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def bench_swift(
             cands, np.asarray([c.score for c in proposal.candidates], dtype=np.float32), base, traj.task_name
         )
         times.append(1000 * (time.perf_counter() - t0))
-        # Grow the history so history-dependent features do real work.
-        action = cands[0] if cands else "look around"
+        # Grow the history so history-dependent features do real work, with a different action at
+        # every step: the context keys of the last action and the last two are then new at every
+        # decision, as in an episode (Swift's own top would repeat, and its context sums be reused).
+        action = actions[(7919 * (i + 1)) % len(actions)]
         traj.record(
             action, "scripted", replace(base, observation=f"step {i}: {action}", steps=base.steps + i + 1)
         )

@@ -271,12 +271,11 @@ class ActionTable:
         return self._ids.get(action)
 
     def ids(self, actions: Sequence[str]) -> IntArray:
-        get = self._ids.get
-        out = [get(a) for a in actions]
+        out = list(map(self._ids.get, actions))
         if None in out:
             new = list(dict.fromkeys(a for a, i in zip(actions, out, strict=True) if i is None))
             self._add_many(new)
-            out = [get(a) for a in actions]
+            out = list(map(self._ids.get, actions))
         return np.asarray(out, dtype=np.int64)
 
 
@@ -520,6 +519,51 @@ def _state_block(
 _DENSE_BASE = ((np.arange(len(DENSE), dtype=np.uint64) + np.uint64(1)) * _MIX1).view(np.int64)
 
 
+class ContextSums:
+    """Per context key, each action's sparse-block sum with it: ``sum_j mask_j * w[cand_j ^ ctx]`` over
+    the action's candidate keys, by table id (NaN: not computed yet).
+
+    An action's candidate keys are fixed within one task description (its table keys and its task
+    template), so for a context key that recurs (the bias and the task, always; the task with the room
+    or the score, while they stand; the last action's verb, often) its sum does not change from one
+    decision to the next. A decision then gathers weights only for the context keys and actions it has
+    not met in this episode: the context keys that change each step (the last action, the last two) and
+    the actions new to it. The sums are dropped when the task description or the weight vector changes,
+    and at most ``limit`` context keys are kept (the least recently used go first). The weights must
+    not be written in place while a scorer holds sums of them."""
+
+    def __init__(self, limit: int = 64) -> None:
+        self.limit = limit
+        self.values: FloatArray = np.full((limit, 1024), np.nan, dtype=np.float32)
+        """(limit, table size) sums, one row per context key in ``_rows``."""
+        self._owner: tuple[int, str] | None = None
+        self._rows: dict[int, int] = {}
+        """Context key -> its row of ``values``, least recently used first."""
+
+    def rows(self, w: FloatArray, task_description: str, ctx: Sequence[int], size: int) -> IntArray:
+        """The rows of ``values`` that hold the sums of each of ``ctx``, ``values`` at least ``size``
+        wide (the table's length)."""
+        owner = (id(w), task_description)
+        if owner != self._owner:
+            self._owner, self._rows = owner, {}
+        if self.values.shape[1] < size:
+            grown = np.full((self.limit, max(size, 2 * self.values.shape[1])), np.nan, dtype=np.float32)
+            grown[:, : self.values.shape[1]] = self.values
+            self.values = grown
+        out = []
+        for key in ctx:
+            row = self._rows.pop(key, None)  # re-inserted below: the dict's order is the recency
+            if row is None:
+                if len(self._rows) < self.limit:  # rows fill in order and stay full until a reset
+                    row = len(self._rows)
+                else:
+                    row = self._rows.pop(next(iter(self._rows)))
+                self.values[row] = np.nan
+            self._rows[key] = row
+            out.append(row)
+        return np.asarray(out, dtype=np.int64)
+
+
 class Scratch:
     """Arrays a scorer reuses from one decision to the next. When the allocator maps a fresh multi-MB
     numpy array from the kernel, its pages are zero-filled on first touch, and at 3,000 valid actions
@@ -528,6 +572,7 @@ class Scratch:
 
     def __init__(self) -> None:
         self._arrays: dict[str, npt.NDArray[np.generic]] = {}
+        self.sums = ContextSums()
 
     def take(self, name: str, shape: tuple[int, int], dtype: type[np.generic]) -> npt.NDArray[Any]:
         size = shape[0] * shape[1]
@@ -537,21 +582,51 @@ class Scratch:
         return buf[:size].reshape(shape)
 
 
-def _sparse_keys(
-    table: ActionTable, ids: IntArray, state: SwiftState
-) -> tuple[IntArray, FloatArray, IntArray]:
-    """The sparse block's parts: per candidate its (n, CAND_SLOTS + 1) pre-mixed keys (the template
-    keys, then the task-template key) and their 0/1 mask, and the state's pre-mixed context keys; a
-    feature's key is a candidate key XOR a context key."""
+def _context_keys(state: SwiftState) -> IntArray:
+    """The state's pre-mixed context keys; a sparse feature's key is a candidate key XOR one of them."""
     with np.errstate(over="ignore"):
-        ctx = (np.asarray(context_keys(state), dtype=np.uint64) * _MIX2).view(np.int64)
+        ctx: IntArray = (np.asarray(context_keys(state), dtype=np.uint64) * _MIX2).view(np.int64)
+    return ctx
+
+
+def _sparse_keys(table: ActionTable, ids: IntArray, state: SwiftState) -> tuple[IntArray, FloatArray]:
+    """The sparse block's candidate side: per candidate its (n, CAND_SLOTS + 1) pre-mixed keys (the
+    template keys, then the task-template key) and their 0/1 mask."""
     n, slots = len(ids), CAND_SLOTS + 1
     cand = np.empty((n, slots), dtype=np.int64)
     cand[:, :CAND_SLOTS] = table.mixed[ids]
     cand[:, CAND_SLOTS] = table.task_keys(ids, state.task_description)
     mask = np.ones((n, slots), dtype=np.float32)
     mask[:, :CAND_SLOTS] = table.key_mask[ids]
-    return cand, mask, ctx
+    return cand, mask
+
+
+def _fill_sums(
+    ids: IntArray,
+    cand: IntArray,
+    mask: FloatArray,
+    values: FloatArray,
+    rows: IntArray,
+    ctx: IntArray,
+    w: FloatArray,
+    arrays: Scratch,
+) -> None:
+    """Write into ``values[rows[i], ids]`` the sparse sums of ``ids`` (their candidate keys ``cand``
+    and mask ``mask``) with the context key ``ctx[i]``. Slot-major, so that every pass runs over long
+    contiguous rows (numpy reduces a short inner axis several times slower than it adds rows); an
+    action's sum is the same sequence of additions whichever other actions are computed with it."""
+    n, slots = cand.shape
+    cand_t = np.ascontiguousarray(cand.T)
+    mask_t = np.ascontiguousarray(mask.T)
+    idx = arrays.take("index", (slots, n), np.int64)
+    gathered = arrays.take("gathered", (slots, n), np.float32)
+    low = len(w) - 1
+    for row, key in zip(rows.tolist(), ctx.tolist(), strict=True):
+        np.bitwise_xor(cand_t, key, out=idx)
+        np.bitwise_and(idx, low, out=idx)
+        np.take(w, idx, out=gathered)
+        gathered *= mask_t
+        values[row, ids] = gathered.sum(axis=0)
 
 
 def _verb_and_task(table: ActionTable, ids: IntArray, state: SwiftState) -> tuple[IntArray, int]:
@@ -594,7 +669,8 @@ def feature_index(
 
     All hashing is XOR of pre-mixed 64-bit keys, done on int64 views so nothing is converted.
     """
-    cand, mask, ctx = _sparse_keys(table, ids, state)
+    cand, mask = _sparse_keys(table, ids, state)
+    ctx = _context_keys(state)
     verb, task = _verb_and_task(table, ids, state)
     n, d, slots = len(ids), len(DENSE), CAND_SLOTS + 1
     k_sparse = slots * len(ctx)
@@ -657,20 +733,19 @@ def linear_scores(
     """
     arrays = scratch if scratch is not None else Scratch()
     low = len(w) - 1
-    cand, mask, ctx = _sparse_keys(table, ids, state)
+    ctx = _context_keys(state)
     verb, task = _verb_and_task(table, ids, state)
-    n, slots = cand.shape
-    # Slot-major, so that every pass below runs over long contiguous rows (numpy reduces a short inner
-    # axis several times slower than it adds rows).
-    flat = np.ascontiguousarray(cand.T).reshape(-1)
-    idx = arrays.take("index", (len(ctx), n * slots), np.int64)
-    for row, key in zip(idx, ctx.tolist(), strict=True):
-        np.bitwise_xor(flat, key, out=row)
-    np.bitwise_and(idx, low, out=idx)
-    gathered: FloatArray = arrays.take("gathered", idx.shape, np.float32)
-    np.take(w, idx, out=gathered)
-    per_slot = gathered.sum(axis=0).reshape(slots, n)
-    out: FloatArray = (per_slot * mask.T).sum(axis=0)
+    sums = arrays.sums
+    rows = sums.rows(w, state.task_description, ctx.tolist(), len(table.strings))
+    block = sums.values[rows[:, None], ids[None, :]]
+    unknown = np.isnan(block)
+    if unknown.any():
+        need = np.flatnonzero(unknown.any(axis=0))
+        stale = np.flatnonzero(unknown.any(axis=1))
+        cand, mask = _sparse_keys(table, ids[need], state)
+        _fill_sums(ids[need], cand, mask, sums.values, rows[stale], ctx[stale], w, arrays)
+        block[stale[:, None], need[None, :]] = sums.values[rows[stale, None], ids[None, need]]
+    out: FloatArray = block.sum(axis=0)
     if evidence:
         ev_keys, ev_values = _evidence_block(table, ids, state, verb)
         out += (w[ev_keys & low] * ev_values).sum(axis=1)
