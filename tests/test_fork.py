@@ -44,7 +44,8 @@ TASKS = "4,7,13,17,25"
 def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fork") / "parent"
     # 20 steps: the packaged Swift of 2026-12-05 (fixed labels) makes its second Gate-1 drop at step 18
-    config = load_config("swift-amm-srm", ["env.step_limit=20"])
+    # with a loop window of 10 (swift-only's default is 20 since docs/swift.md 2i: one drop in 20 steps)
+    config = load_config("swift-amm-srm", ["env.step_limit=20", "swift.loop_window=10"])
     metrics = evaluate(config, select_episodes("dev", tasks=TASKS, limit_per_task=1), out)
     assert metrics["episodes"] == 5 and metrics["errors"] == 0
     return out
