@@ -20,7 +20,7 @@ from fastslow.env.semantics import is_focus
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows
-from fastslow.swift.features import SwiftState, feature_index, linear_scores, words
+from fastslow.swift.features import ContextSums, SwiftState, feature_index, linear_scores, words
 from fastslow.swift.imitation import MEMORY_WEIGHTS, ImitationSwift, SwiftWeights, dense_global_index
 from fastslow.swift.policy import SafetyPolicy
 from fastslow.swift.train import GradientSums, TrainSettings, accuracy, label_of, load_examples, train
@@ -308,6 +308,8 @@ def test_context_sums_are_dropped_with_their_weights_and_task(env: ScienceWorldA
         for state in (*states, states[0], states[-1]):
             check(state, weights)
     assert len(swift.scratch.sums._rows) <= 12
+    with pytest.raises(ValueError, match="limit of at least 8"):  # keys of one call would share rows
+        ContextSums(limit=4).rows(w.w, states[0].task_description, list(range(8)), 10)
     assert not np.array_equal(
         swift.score_state(states[0]),
         linear_scores(swift.table, swift.table.ids(states[0].valid_actions), states[0], doubled, False),

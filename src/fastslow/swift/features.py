@@ -543,6 +543,8 @@ class ContextSums:
     def rows(self, w: FloatArray, task_description: str, ctx: Sequence[int], size: int) -> IntArray:
         """The rows of ``values`` that hold the sums of each of ``ctx``, ``values`` at least ``size``
         wide (the table's length)."""
+        if len(ctx) > self.limit:  # a key assigned in this call would be evicted by a later one
+            raise ValueError(f"{len(ctx)} context keys need a limit of at least {len(ctx)}, not {self.limit}")
         owner = (id(w), task_description)
         if owner != self._owner:
             self._owner, self._rows = owner, {}
@@ -722,14 +724,15 @@ def linear_scores(
     over ``feature_index``'s row, grouped so that a decision does not build the (n, K) matrices (equal
     up to float32 rounding; a test holds it to 1e-5).
 
-    - sparse block: the weights of a candidate key's crosses with every context key are summed first,
-      then masked (the mask is 0 or 1);
+    - sparse block: per context key, each candidate's masked sum over its candidate keys (the mask is 0
+      or 1), kept in ``scratch.sums`` (``ContextSums``) while the task description and ``w`` stand, so
+      that a decision gathers weights only for the context keys and candidates it has not met;
     - object-state block: only the rows of the candidates that have one;
     - dense block: its bias and task crosses are the same for every candidate (one dot product); only
       the two verb crosses are gathered per candidate.
 
-    At 3,000 valid actions this reads about 60% fewer weights than the matrix form
-    (``fastslow bench swift``). With ``scratch`` its index and gather buffers are reused.
+    At 3,000 valid actions this reads about 60% fewer weights than the matrix form before any sums are
+    kept (``fastslow bench swift``). With ``scratch`` its index and gather buffers are reused.
     """
     arrays = scratch if scratch is not None else Scratch()
     low = len(w) - 1
