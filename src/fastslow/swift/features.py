@@ -536,7 +536,9 @@ class ContextSums:
         self.limit = limit
         self.values: FloatArray = np.full((limit, 1024), np.nan, dtype=np.float32)
         """(limit, table size) sums, one row per context key in ``_rows``."""
-        self._owner: tuple[int, str] | None = None
+        self._weights: FloatArray | None = None
+        """The weight vector the sums are of, held so that its id cannot pass to another array."""
+        self._task = ""
         self._rows: dict[int, int] = {}
         """Context key -> its row of ``values``, least recently used first."""
 
@@ -545,9 +547,8 @@ class ContextSums:
         wide (the table's length)."""
         if len(ctx) > self.limit:  # a key assigned in this call would be evicted by a later one
             raise ValueError(f"{len(ctx)} context keys need a limit of at least {len(ctx)}, not {self.limit}")
-        owner = (id(w), task_description)
-        if owner != self._owner:
-            self._owner, self._rows = owner, {}
+        if w is not self._weights or task_description != self._task:
+            self._weights, self._task, self._rows = w, task_description, {}
         if self.values.shape[1] < size:
             grown = np.full((self.limit, max(size, 2 * self.values.shape[1])), np.nan, dtype=np.float32)
             grown[:, : self.values.shape[1]] = self.values
