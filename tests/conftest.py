@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +63,8 @@ SHARED_FIXTURE_MODULES = frozenset(
         "tests/swift/test_rerank.py",  # six gold replays and two fits, ~20 s
         "tests/memory/test_t1_weights.py",  # six gold replays, a fit and a store, ~10 s
         "tests/test_fork.py",  # a five-episode run and its forks, ~35 s
+        "tests/test_one_episode_log.py",  # a two-episode oracle run, ~20 s
+        "tests/test_attribute_safety.py",  # a parent run and a clean attribution of it, ~40 s
     }
 )
 """Modules whose module-scoped fixtures cost seconds to minutes: under ``pytest -n`` each is sent to
@@ -92,6 +98,36 @@ def env() -> Iterator[ScienceWorldAdapter]:
     adapter = ScienceWorldAdapter(simplification="easy")
     yield adapter
     adapter.close()
+
+
+PG_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "start-postgres.sh"
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """FASTSLOW_PG_DSN if set (CI starts a server), else a throwaway cluster from the script, else skip."""
+    dsn = os.environ.get("FASTSLOW_PG_DSN")
+    if dsn:
+        yield dsn
+        return
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("postgres store: psycopg is not installed (pip install -e '.[postgres]')")
+    if shutil.which("bash") is None or not PG_SCRIPT.is_file():
+        pytest.skip(f"postgres store: no FASTSLOW_PG_DSN and no {PG_SCRIPT}")
+    workdir = Path(tempfile.mkdtemp(prefix="fastslow-pg-test-"))
+    proc = subprocess.run(
+        [str(PG_SCRIPT), "start", str(workdir)], capture_output=True, text=True, timeout=120, check=False
+    )
+    if proc.returncode != 0:
+        shutil.rmtree(workdir, ignore_errors=True)
+        reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"postgres store: no FASTSLOW_PG_DSN and start-postgres.sh failed: {reason}")
+    try:
+        yield proc.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run([str(PG_SCRIPT), "stop", str(workdir)], capture_output=True, timeout=60, check=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

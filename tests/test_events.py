@@ -13,6 +13,7 @@ from fastslow.events import (
     EndState,
     EnvStep,
     EpisodeEnd,
+    EpisodeStart,
     Escalation,
     Event,
     JsonlWriter,
@@ -39,21 +40,37 @@ def _step(i: int) -> EnvStep:
     )
 
 
+def _start() -> EpisodeStart:
+    """The header of a log named ``13-0001.jsonl`` (a log begins with its episode's header)."""
+    return EpisodeStart(
+        episode_id="13-0001",
+        task_id=13,
+        task_name="t",
+        variation=1,
+        split="test",
+        config_name="c",
+        config={},
+        versions={},
+    )
+
+
 def test_roundtrip_keeps_types(tmp_path: Path) -> None:
-    path = tmp_path / "e.jsonl"
+    path = tmp_path / "13-0001.jsonl"
     with JsonlWriter(path) as w:
+        w.emit(_start())
         w.emit(_step(1))
         w.emit(ModelCall(step=1, role="sage_plan", backend="scripted", model="m", prompt_tokens=3))
         w.emit(EpisodeEnd(end=EndState.SUCCESS, final_score=100, steps=1, moves=1, wall_s=0.1))
     events = read_events(path)
-    assert [type(e) for e in events] == [EnvStep, ModelCall, EpisodeEnd]
-    assert events[0] == _step(1).model_copy(update={"t": events[0].t})
-    assert isinstance(events[2], EpisodeEnd) and events[2].end is EndState.SUCCESS
+    assert [type(e) for e in events] == [EpisodeStart, EnvStep, ModelCall, EpisodeEnd]
+    assert events[1] == _step(1).model_copy(update={"t": events[1].t})
+    assert isinstance(events[3], EpisodeEnd) and events[3].end is EndState.SUCCESS
 
 
 def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
-    path = tmp_path / "e.jsonl"
+    path = tmp_path / "13-0001.jsonl"
     with JsonlWriter(path) as w:
+        w.emit(_start())
         w.emit(_step(1))
     with open(path, "a") as fh:
         fh.write(_step(2).model_dump_json()[:40])  # killed mid-write
@@ -75,12 +92,13 @@ def _escalation_line(rule: str) -> str:
 
 
 def test_value_outside_a_vocabulary_is_a_corrupt_log_naming_file_and_line(tmp_path: Path) -> None:
-    path = tmp_path / "e.jsonl"
-    path.write_text(_step(1).model_dump_json() + "\n" + _escalation_line("gut_feeling") + "\n" + "\n")
-    with pytest.raises(CorruptLogError, match=rf"event log {path} line 2 is not a valid event"):
+    path = tmp_path / "13-0001.jsonl"
+    head = _start().model_dump_json() + "\n" + _step(1).model_dump_json() + "\n"
+    path.write_text(head + _escalation_line("gut_feeling") + "\n" + "\n")
+    with pytest.raises(CorruptLogError, match=rf"event log {path} line 3 is not a valid event"):
         read_events(path)
     # the same line with a known rule parses
-    path.write_text(_step(1).model_dump_json() + "\n" + _escalation_line("invalid_action") + "\n")
+    path.write_text(head + _escalation_line("invalid_action") + "\n")
     assert [e.rule for e in read_events(path) if isinstance(e, Escalation)] == ["invalid_action"]
 
 

@@ -18,7 +18,7 @@ from fastslow.env.episodes import select_episodes, with_seeds
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.records import METRICS_FORMAT
 from fastslow.eval.report import load_run, write_report
-from fastslow.eval.rundir import REPORT_FILES
+from fastslow.manifest import Manifest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -35,7 +35,11 @@ def test_report_files(run_dir: Path, tmp_path: Path) -> None:
     names = {p.name for p in tmp_path.iterdir()}
     assert {"report.md", "main.csv", "per_task.csv", "groups.csv", "per_task.png", "groups.png"} <= names
     assert "mechanisms.png" in names and "seeds.csv" not in names
-    assert names <= set(REPORT_FILES)  # what `--restart` knows a report wrote (eval.rundir)
+    # every file the report wrote is recorded as its own (what `--restart` of the run may delete)
+    assert {p.name for p in Manifest(tmp_path).owned_files()} == names - {
+        ".fastslow-written.jsonl",
+        ".fastslow.lock",
+    }
     md = (tmp_path / "report.md").read_text()
     assert "| oracle | 2 | 100.00 | - | 100.00 | - | 100.00% |" in md  # one episode per task: no interval
     assert "lifespan-longest-lived" in (tmp_path / "per_task.csv").read_text()
@@ -51,7 +55,11 @@ def test_report_seeds_table(run_dir: Path, tmp_path: Path) -> None:
     episodes = with_seeds(select_episodes("test", tasks="7", limit_per_task=1), [0, 1])
     evaluate(load_config("oracle"), episodes, seeded)
     write_report([run_dir, seeded], tmp_path / "report")
-    assert {p.name for p in (tmp_path / "report").iterdir()} <= set(REPORT_FILES)
+    written = {p.name for p in (tmp_path / "report").iterdir()} - {
+        ".fastslow-written.jsonl",
+        ".fastslow.lock",
+    }
+    assert {p.name for p in Manifest(tmp_path / "report").owned_files()} == written
     rows = list(csv.reader((tmp_path / "report" / "seeds.csv").open()))
     assert rows[1:] == [
         ["oracle (seeded)", "2", "100.00 ± 0.00", "100.00 ± 0.00", "100.00% ± 0.00%", "0: 100.00, 1: 100.00"]

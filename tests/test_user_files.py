@@ -23,6 +23,7 @@ from fastslow.config import load_config
 from fastslow.env.episodes import select_episodes
 from fastslow.eval.rundir import claim_run, run_files, run_lock
 from fastslow.events import EpisodeEnd, read_events
+from fastslow.manifest import BOOKKEEPING, record_removed, record_written
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores import MemoryStoreError
 from fastslow.memory.stores.sqlite import SqliteStore
@@ -270,10 +271,12 @@ def test_a_populated_store_no_run_wrote_is_not_adopted(
 
 
 def test_restart_deletes_only_what_run_json_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``run_files``: the logs of the recorded episodes (and their kept attempts), metrics.json,
-    config.yaml, run.json and the per-run store, and nothing else: not a user's file in events/, not the
-    log of an episode outside the selection, not a path a tampered run.json points outside DIR, not a
-    memory.sqlite that is no longer a fastslow store (then the restart is refused before deleting)."""
+    """``run_files``: what the run's commands recorded writing (fastslow.manifest: its logs, their kept
+    attempts, metrics.json, config.yaml), run.json and the per-run store, each still as written, and
+    nothing else: not a file of the same names written by hand, not a user's file in events/, not the
+    log of an episode outside the selection, not a recorded file a user changed since, not a path a
+    tampered run.json points outside DIR, not a memory.sqlite that is no longer a fastslow store (then
+    the restart is refused before deleting)."""
     d = tmp_path / "d"
     config = load_config("swift-amm", ["env.step_limit=3"])
     with run_lock(d):
@@ -288,9 +291,17 @@ def test_restart_deletes_only_what_run_json_lists(tmp_path: Path, capsys: pytest
     for name in own + mine:
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_text("{}\n")
+    record_written(*(d / name for name in own))
     listed = {str(p.relative_to(d)) for p in run_files(d, record)}
     wal = {"memory.sqlite-wal", "memory.sqlite-shm"}  # there while a reader has the store open
     assert listed - wal == {*own, "config.yaml", "run.json", "memory.sqlite"}
+    # a recorded file changed since is the user's now; one written by hand under a run's name never was
+    (d / "metrics.json").write_text('{"edited": "by me"}\n')
+    (d / "events" / f"{DEV_3.episode_id}.jsonl").unlink()
+    (d / "events" / f"{DEV_3.episode_id}.jsonl").write_text("mine\n")
+    record_removed(d / "events" / f"{DEV_3.episode_id}.jsonl")
+    listed = {str(p.relative_to(d)) for p in run_files(d, record)}
+    assert "metrics.json" not in listed and f"events/{DEV_3.episode_id}.jsonl" not in listed
     outside = tmp_path / "outside.jsonl"
     outside.write_text("precious\n")
     tampered = record.model_copy(update={"episodes": ["../../outside", "../outside", DEV_3.episode_id]})
@@ -343,7 +354,7 @@ def test_restart_of_a_real_run_keeps_the_users_files(
     c.mkdir()
     (c / "main.csv").write_bytes(b"my table\n")
     code, err = cli("report", str(d), "--out", str(c), capsys=capsys)
-    assert code == 2 and "holds main.csv but no fastslow report" in err
+    assert code == 2 and "holds main.csv, which no fastslow report wrote" in err
     assert tree(c) == {"main.csv": b"my table\n"}
     assert cli("report", str(d), "--out", str(u), capsys=capsys)[0] == 0  # over its own earlier report
 
@@ -352,7 +363,8 @@ def test_restart_of_a_real_run_keeps_the_users_files(
     for name, data in mine.items():
         assert (d / name).read_bytes() == data, name
     assert not list(d.glob("memory.sqlite*"))  # the run's own store (swift-srm has none)
-    assert sorted(p.name for p in (d / "report").iterdir()) == ["notes.txt"]
+    # (the folder's own bookkeeping, the lock and the record of what was written and removed, stays)
+    assert sorted(p.name for p in (d / "report").iterdir() if p.name not in BOOKKEEPING) == ["notes.txt"]
     assert json.loads((d / "run.json").read_text())["config_name"] == "swift-srm"
     log = d / "events" / f"{DEV_3.episode_id}.jsonl"
     assert log.read_bytes() != old_log and isinstance(read_events(log)[-1], EpisodeEnd)

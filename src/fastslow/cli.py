@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 import yaml
 from rich.console import Console
+from rich.text import Text
 
 from fastslow.config import RunConfig, load_config
 from fastslow.errors import CorruptLogError, FastslowError, ModelUnavailableError, OutputError, UsageError
@@ -32,8 +33,11 @@ train_app = typer.Typer(no_args_is_help=True, help="Train Swift models from a go
 app.add_typer(train_app, name="train")
 app.add_typer(memory_app, name="memory")
 
-console = Console()
-err_console = Console(stderr=True)
+# markup=False: what these consoles print quotes user text (a config name, a task selection, an --out
+# path, an error message quoting any of them), and rich would read "[/b]" in it as a closing tag and
+# raise. Styling is given as Text objects or style= instead.
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
 
 ConfigOpt = Annotated[
     str, typer.Option("--config", "-c", help="Built-in config name or path to a YAML file.")
@@ -97,7 +101,15 @@ def eval_(
     variations: VariationsOpt = None,
     limit_per_task: LimitOpt = None,
     override: OverrideOpt = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Parallel workers, one JVM each.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            "-w",
+            help="Parallel workers, one JVM each: 1 to 64, and never more are started than there are "
+            "episodes to play.",
+        ),
+    ] = 1,
     executor: Annotated[str, typer.Option("--executor", help="local (processes) or ray (actors).")] = "local",
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="Ray cluster to join: auto or HOST:PORT.")
@@ -270,30 +282,29 @@ def attribute(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample and the bootstrap.")] = 0,
     workers: Annotated[int, typer.Option("--workers", help="Parallel forks (one JVM each).")] = 1,
 ) -> None:
-    """Fork every logged event of a mechanism with it off at that step only: what did it change?"""
+    """Fork every logged event of a mechanism with it off at that step only: what did it change?
+
+    Rerunning the same command resumes (finished forks are read back, unfinished ones played again);
+    an --out holding a file no fastslow attribute wrote, the parent run, another attribution's work or
+    a live attribute's is refused before anything is written."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from fastslow.eval.attribute import PointResult, attribute, describe
+    from fastslow.eval.attribute import PointResult, describe, plan_attribution, play_attribution
     from fastslow.vocab import MECHANISMS
 
     if mechanism not in MECHANISMS:
         raise UsageError(f"--mechanism {mechanism!r}: one of {', '.join(MECHANISMS)}")
+    # every refusal (the parent, --out: a user's file, the parent itself, another attribution's
+    # directory, one in use) before the progress bar or any file
+    todo = plan_attribution(run_dir, mechanism, out, limit=limit, seed=seed, workers=workers)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(f"{mechanism} forks", total=None)
+        task = progress.add_task(f"{mechanism} forks", total=len(todo.chosen))
 
         def advance(result: PointResult, done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        payload = attribute(
-            run_dir,
-            mechanism,
-            out,
-            limit=limit,
-            seed=seed,
-            workers=workers,
-            on_point=advance,
-        )
+        payload = play_attribution(todo, workers=workers, on_point=advance)
     console.print(describe(payload), highlight=False)
     print(json.dumps({k: v for k, v in payload.items() if k != "points"}))
 
@@ -395,7 +406,7 @@ def bench_env_cmd(
     mismatches: list[str] = []
     for simplification in ("", "easy"):
         label = simplification or "none"
-        console.print(f"[bold]simplification: {label}[/bold]")
+        console.print(Text(f"simplification: {label}", style="bold"))
         result = bench_env(task_ids, simplification, progress=lambda line: console.print("  " + line))
         mismatches += [f"[{label}] {m}" for m in result.mismatches]
         head = heads[label] = result.headline()
@@ -405,7 +416,7 @@ def bench_env_cmd(
             f"ratio {head['ratio']}x, identical={head['identical']}"
         )
     for line in mismatches[:20]:
-        err_console.print(f"[red]mismatch[/red] {line}")
+        err_console.print(Text.assemble(("mismatch", "red"), f" {line}"))
     print(json.dumps({**heads["none"], "simplification": "none", "easy": heads["easy"]}))
     if mismatches:
         raise typer.Exit(1)
@@ -455,7 +466,9 @@ def bench_step_cmd(
     if cfg.agent.kind == "oracle":
         raise UsageError("bench step times a deciding agent: choose a fast-pathway config (e.g. swift-srm)")
     profiler = cProfile.Profile() if profile else None
-    console.print(f"[bold]{cfg.name}[/bold]: {len(DEFAULT_EPISODES)} test episodes, {resets} resets each")
+    console.print(
+        Text.assemble((cfg.name, "bold"), f": {len(DEFAULT_EPISODES)} test episodes, {resets} resets each")
+    )
     result = bench_step(
         cfg, resets=resets, profile=profiler, progress=lambda s: console.print("  " + s, highlight=False)
     )
@@ -468,7 +481,11 @@ def bench_step_cmd(
         highlight=False,
     )
     if profiler is not None:
-        console.print("[bold]act + observe, top functions by cumulative time[/bold] (times inflated by it)")
+        console.print(
+            Text.assemble(
+                ("act + observe, top functions by cumulative time", "bold"), " (times inflated by it)"
+            )
+        )
         console.print(profile_summary(profiler, top), highlight=False, markup=False)
     print(json.dumps(head))
 
@@ -626,6 +643,7 @@ def data_gold(
 ) -> None:
     """Replay gold paths of train variations into a Swift imitation dataset (gzipped JSONL)."""
     from fastslow.env.episodes import parse_int_ranges
+    from fastslow.eval.rundir import claim_directory
     from fastslow.swift.data import build_gold
 
     task_ids = parse_int_ranges(tasks, "task") if tasks else None
@@ -633,9 +651,16 @@ def data_gold(
         raise UsageError(f"only the train split may become training data (got '{split}')")
     if per_task < 0:
         raise UsageError(f"--per-task must be 0 (all) or more (got {per_task})")
-    summary = build_gold(
-        out, "train", per_task, task_ids, workers, progress=lambda line: console.print(line, highlight=False)
-    )
+    key = {"split": split, "per_task": per_task, "tasks": sorted(task_ids) if task_ids else None}
+    with claim_directory(out, "data gold", key):
+        summary = build_gold(
+            out,
+            "train",
+            per_task,
+            task_ids,
+            workers,
+            progress=lambda line: console.print(line, highlight=False),
+        )
     console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
     counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}
     print(json.dumps(counts))
@@ -651,12 +676,16 @@ def data_dagger(
 ) -> None:
     """Play a configuration on the gold dataset's train variations and label the states it reaches with
     the gold path's next step (DAgger; docs/swift.md 2d)."""
-    from fastslow.eval.dagger import build_dagger
+    from fastslow.eval.dagger import build_dagger, check_gold
+    from fastslow.eval.rundir import claim_directory, config_hash
 
     cfg = _config(config, override)
-    summary = build_dagger(
-        gold, out, cfg, workers, progress=lambda line: console.print(line, highlight=False)
-    )
+    check_gold(gold)
+    key = {"gold": str(gold.resolve()), "config": cfg.name, "config_hash": config_hash(cfg)}
+    with claim_directory(out, "data dagger", key, parents=(gold,)):
+        summary = build_dagger(
+            gold, out, cfg, workers, progress=lambda line: console.print(line, highlight=False)
+        )
     console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
     counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}
     print(json.dumps(counts))
@@ -1069,16 +1098,27 @@ def config_show(config: ConfigOpt = "oracle", override: OverrideOpt = None) -> N
     print(yaml.safe_dump(_config(config, override).model_dump(mode="json"), sort_keys=False), end="")
 
 
+RESUMABLE = frozenset({"eval", "attribute"})
+"""Commands whose rerun resumes what an interrupted one left (their Ctrl-C line says so)."""
+INTERRUPTED = 130
+"""The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it."""
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one-line errors and exit code 2 for bad input, whatever layer detects it."""
+    """Entry point: one-line errors and exit code 2 for bad input, whatever layer detects it; Ctrl-C
+    is one line and exit code 130 (the command's workers are stopped on the way out)."""
     try:
         result = app(args=argv, standalone_mode=False)
     except (UsageError, ModelUnavailableError, OutputError, CorruptLogError) as exc:
         _fail(str(exc), 2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        _fail("aborted", 130)
+    except KeyboardInterrupt:
+        _interrupted(argv)
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click's way of reporting Ctrl-C
+            _interrupted(argv)
+        _fail("aborted", INTERRUPTED)
     except FastslowError as exc:
         _fail(f"{type(exc).__name__}: {exc}", 1)
     except Exception as exc:
@@ -1088,8 +1128,19 @@ def main(argv: list[str] | None = None) -> None:
         if callable(format_message) and isinstance(getattr(exc, "exit_code", None), int):
             _fail(str(format_message()), 2)
         raise
+    if result == INTERRUPTED:  # typer's way of reporting Ctrl-C outside standalone mode: Exit(130)
+        _interrupted(argv)
     if isinstance(result, int) and result:
         sys.exit(result)
+
+
+def _interrupted(argv: list[str] | None) -> NoReturn:
+    """One line for Ctrl-C, exit 130 (the command has stopped its workers and released its lock)."""
+    args = sys.argv[1:] if argv is None else argv
+    command = next((a for a in args if not a.startswith("-")), "")
+    resume = ": what finished is kept; rerun the same command to resume" if command in RESUMABLE else ""
+    err_console.print(f"interrupted (Ctrl-C){resume}", markup=False, highlight=False, soft_wrap=True)
+    sys.exit(INTERRUPTED)
 
 
 def _fail(message: str, code: int) -> None:

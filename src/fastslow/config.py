@@ -167,14 +167,16 @@ def _read_text(path: Path, name: str) -> str:
 
 def load_yaml(text: str, what: str) -> Any:
     """``yaml.safe_load`` of ``text`` that refuses, with a one-line ``UsageError`` naming ``what``,
-    invalid YAML, nesting too deep to parse, and a document that refers to itself or whose aliases
-    would expand it past ``MAX_YAML_NODES`` nodes, before any Python object is built from it."""
+    invalid YAML, nesting too deep to parse, a document that refers to itself or whose aliases would
+    expand it past ``MAX_YAML_NODES`` nodes, and a mapping that gives one key twice (naming the key
+    and both lines), before any Python object is built from it."""
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         _check_expansion(node, what)
+        _check_duplicate_keys(node, what)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise UsageError(f"{what} is not valid YAML: {' '.join(str(exc).split())}") from None
@@ -213,6 +215,37 @@ def _check_expansion(root: yaml.Node, what: str) -> None:
         open_nodes.add(id(node))
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
+def _check_duplicate_keys(root: yaml.Node, what: str) -> None:
+    """UsageError for the first mapping under ``root`` that gives a key twice: PyYAML would keep the
+    last value without a word, so a setting written twice (an ablation edited in two places) would
+    silently be the later one. The message names the key's path and the two lines. ``<<`` (a merge of
+    an anchored mapping) is not a key; the keys it merges may be given again on purpose."""
+    seen: set[int] = set()  # nodes already walked: an alias is checked once, where it is defined
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node.value))
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        lines: dict[tuple[str, str], int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                name = f"{path}.{key.value}" if path else key.value
+                line = key.start_mark.line + 1
+                if (key.tag, key.value) in lines:
+                    first = lines[(key.tag, key.value)]
+                    where = f"line {line}" if first == line else f"lines {first} and {line}"
+                    raise UsageError(f"{what}: key '{name}' is given twice ({where})")
+                lines[(key.tag, key.value)] = line
+                stack.append((value, name))
+            else:
+                stack.append((value, path))
 
 
 def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:

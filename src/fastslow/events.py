@@ -3,7 +3,9 @@
 Every metric fastslow reports is computed from these logs, never from in-memory counters alone, so a
 run can be re-scored, compared or audited after the fact. One file holds one episode: an
 ``episode_start`` header, then one event per env step and per model call, then ``episode_end``.
-A file without ``episode_end`` is an unfinished episode (crash, kill) and is ignored by metrics.
+A file without ``episode_end`` is an unfinished episode (crash, kill) and is ignored by metrics. The
+file is named for its episode (``<episode_id>.jsonl``; a copy set aside under ``events/failed/`` adds a
+suffix: ``<episode_id>.attempt1.jsonl``), and ``iter_events`` refuses any other shape.
 
 One step convention: every event's ``step`` is the number of env steps the episode had taken when the
 event was emitted (``StepResult.steps``; ``reset`` is 0). The ``env_step`` of the n-th action is emitted
@@ -29,6 +31,8 @@ from typing import IO, Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from fastslow.errors import CorruptLogError
+from fastslow.manifest import record_writing, record_written
+from fastslow.redact import redact_json
 from fastslow.vocab import (
     CriticEffectReason,
     CriticKind,
@@ -507,17 +511,20 @@ class FanOut:
 
 
 class JsonlWriter:
-    """Appends one JSON line per event and flushes it, so a killed run loses at most one line."""
+    """Appends one JSON line per event and flushes it, so a killed run loses at most one line. Every
+    line is written with its secrets masked (``fastslow.redact.redact_json``): a model error that quotes
+    ``http://u:PW@host/v1`` is logged as ``http://u:***@host/v1``, in whatever field it lands."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        record_writing(path)  # in a claimed run directory, the log is the run's own from its first line
         self._fh: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def emit(self, event: Event) -> None:
         if self._fh is None:
             raise ValueError(f"event log {self.path} is closed")
-        self._fh.write(event.model_dump_json() + "\n")
+        self._fh.write(redact_json(event.model_dump_json()) + "\n")
         self._fh.flush()
         if isinstance(event, EpisodeEnd):
             os.fsync(self._fh.fileno())
@@ -526,6 +533,7 @@ class JsonlWriter:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+            record_written(self.path)
 
     def __enter__(self) -> JsonlWriter:
         return self
@@ -538,32 +546,74 @@ def parse_event(line: str) -> Event:
     return _EVENT_ADAPTER.validate_json(line)
 
 
+def log_episode_id(path: Path) -> str:
+    """The episode a log's file name says it holds: the name up to its first dot (episode ids have
+    none), so ``13-0027-s1.jsonl`` and its set-aside copy ``13-0027-s1.attempt1.jsonl`` both hold
+    ``13-0027-s1``."""
+    return path.name.split(".", 1)[0]
+
+
 def iter_events(path: Path) -> Iterator[Event]:
-    """Yield the events of one file. The writer ends every line with a newline, so only a last line
-    without one can be torn (a run killed mid-write, a file cut short): it is yielded when it is still a
-    whole event and skipped otherwise. Any other line that is not a valid event (or not UTF-8) raises
-    ``CorruptLogError`` naming the file and the line."""
+    """Yield the events of one episode's log. The writer ends every line with a newline, so only a last
+    line without one can be torn (a run killed mid-write, a file cut short): it is yielded when it is
+    still a whole event and skipped otherwise.
+
+    ``CorruptLogError``, naming the file and the line, for any other line that is not a valid event (or
+    not UTF-8), and for a file that is not one episode (``check_episode``): a first event that is not
+    ``episode_start``, an ``episode_start`` of another episode than the file's name says
+    (``log_episode_id``), or a second ``episode_start`` (two logs concatenated). Every reader of the
+    logs (metrics, resume, report, viewer, fork, attribute) reads through here, so each treats such a
+    file as it treats a corrupt line. An empty file (a run killed before its header) yields nothing."""
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     try:
         lines = data[:end].decode("utf-8").split("\n")[:-1]
     except UnicodeDecodeError as exc:
         raise CorruptLogError(f"event log {path} is not UTF-8 text ({exc.reason})") from exc
+    first = True
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             event = parse_event(line)
         except ValueError as exc:
-            first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            raise CorruptLogError(f"event log {path} line {i + 1} is not a valid event: {first}") from None
+            why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            raise CorruptLogError(f"event log {path} line {i + 1} is not a valid event: {why}") from None
+        check_episode(path, i + 1, event, first)
+        first = False
         yield event
     tail = data[end:]
     if tail.strip():
         try:
-            yield parse_event(tail.decode("utf-8"))
+            event = parse_event(tail.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             return  # torn mid-line (a cut may split a character too)
+        check_episode(path, len(lines) + 1, event, first)
+        yield event
+
+
+def check_episode(path: Path, line: int, event: Event, first: bool) -> None:
+    """``CorruptLogError`` when ``event``, at ``line`` of the log at ``path`` (``first``: its first
+    event), breaks the one-episode shape: a log begins with the ``episode_start`` of the episode it is
+    named for and holds no other. Without this, two logs run together would be read as the last one's
+    episode (its header and end win), counted twice and their own episode lost."""
+    if first and not isinstance(event, EpisodeStart):
+        raise CorruptLogError(
+            f"event log {path} line {line} is {event.event}, not the episode_start a log begins with"
+        )
+    if not isinstance(event, EpisodeStart):
+        return
+    if not first:
+        raise CorruptLogError(
+            f"event log {path} line {line} is a second episode_start, of {event.episode_id}: "
+            "a log holds one episode"
+        )
+    named = log_episode_id(path)
+    if event.episode_id != named:
+        raise CorruptLogError(
+            f"event log {path} line {line} starts episode {event.episode_id}, "
+            f"but the file is named for {named}"
+        )
 
 
 def read_events(path: Path) -> list[Event]:

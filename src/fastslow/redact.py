@@ -17,11 +17,24 @@ secret_key, private_key or credential(s), in any case, with ``_`` or ``-`` or no
 words; ``password_env`` and ``api_key_env`` name an environment variable, not its value, and
 ``max_tokens`` is a count, so they are kept. Only the harness's own worker processes get the secrets
 (a dump with the context ``{"secrets": True}``, see ``wants_secrets``).
+
+Every string that leaves a process passes through here too, whatever produced it: each event line
+the event writer appends (``redact_json``: a model error quoting ``http://u:PW@host/v1``, a Sage error
+in ``env_step.reason``), the viewer's answers and the report's embedded data (``redact_data``), and
+every log record and uncaught exception's traceback of a process that imported this module
+(``install``, run on import: every fastslow process, worker processes included, imports it with its
+configuration).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import sys
+import threading
+import traceback
+from types import TracebackType
 from typing import Any
 
 MASK = "***"
@@ -45,20 +58,62 @@ _PAIR = (
 _TEXT = re.compile(f"{_URL}|{_PAIR}", re.IGNORECASE)
 _QUERY_PAIR = re.compile(rf"(?P<key>[?&;][\w.-]*{_SECRET_NAME}=)[^&#]*", re.IGNORECASE)
 _FLOW_END = re.compile(r"[,}\]]")
+# What every text redact_text or redact_data would change holds somewhere, also JSON-encoded: a URL's
+# "://", or a secret's name not followed by a word character (but by a quote, a blank, "=" or ":", or
+# the backslash that escapes one). "prompt_tokens" and "password_env" hold none. The regexes above
+# cost up to a microsecond per character; an ASCII text (nearly every one) is checked by plain
+# substring search instead, for the ends of the names ("api_key" ends in "key"), a few nanoseconds a
+# character. A text with other characters takes the regex: case-insensitive matching folds some of
+# them onto ASCII letters (the Kelvin sign onto "k").
+_MAY_HOLD = re.compile(rf"://|{_SECRET_NAME}(?!\w)", re.IGNORECASE)
+_NAME_ENDS = ("password", "passwd", "secret", "token", "key", "credential", "credentials")
 
 
 def is_secret_key(key: str) -> bool:
     """Whether a (dotted) key names a secret: its last part ends in password, token, api_key, ...
     (``*_env`` names an environment variable and is no secret itself)."""
-    return _SECRET_KEY.fullmatch(str(key).rsplit(".", 1)[-1]) is not None
+    last = str(key).rsplit(".", 1)[-1]
+    return may_hold_secret(last) and _SECRET_KEY.fullmatch(last) is not None
 
 
 def redact_text(text: str) -> str:
     """``text`` with every password of a URL, secret query parameter and secret ``key=value`` /
     ``key: value`` pair replaced by ``***``; anything else unchanged."""
-    if not text:
+    if not text or not may_hold_secret(text):
         return text
     return _TEXT.sub(_replace, text)
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether ``text`` might hold something ``redact_text`` or ``redact_data`` would mask (False: it
+    certainly holds nothing); also right for JSON text, whose escapes never hide a match. A fast
+    pre-check for texts written often (an event line), most of which hold no secret."""
+    if not text.isascii():
+        return _MAY_HOLD.search(text) is not None
+    if "://" in text:
+        return True
+    lowered = text.lower()
+    for name in _NAME_ENDS:
+        at = lowered.find(name)
+        while at >= 0:
+            after = at + len(name)
+            if after == len(lowered) or not (lowered[after].isalnum() or lowered[after] == "_"):
+                return True  # not followed by a word character (\w: alphanumeric or "_")
+            at = lowered.find(name, after)
+    return False
+
+
+def redact_json(text: str) -> str:
+    """One JSON document (an event line) with its secrets masked as ``redact_data`` masks them, written
+    compactly; ``text`` itself when it holds none. Masking the parsed data, not the text, keeps the
+    line valid JSON whatever a secret's value holds (quotes, commas, escapes)."""
+    if not may_hold_secret(text):
+        return text
+    data = json.loads(text)
+    masked = redact_data(data)
+    if masked == data:
+        return text
+    return json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -150,3 +205,62 @@ def _hides(key: Any, value: Any) -> bool:
 def wants_secrets(context: Any) -> bool:
     """Whether a serialization context asks for the secrets (``{"secrets": True}``)."""
     return isinstance(context, dict) and context.get(SECRETS_CONTEXT_KEY) is True
+
+
+def _redacting_record_factory(factory: Any) -> Any:
+    def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record: logging.LogRecord = factory(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: logging reports it when the record is emitted
+            return record
+        masked = redact_text(message)
+        if masked != message:  # a record without secrets keeps its msg and args for any handler
+            record.msg, record.args = masked, ()
+        if record.exc_info and record.exc_info[0] is not None:
+            text = "".join(traceback.format_exception(*record.exc_info))
+            if may_hold_secret(text):
+                record.exc_text = redact_text(text.rstrip("\n"))  # what Formatter prints instead
+        return record
+
+    make_record.redacts = True  # type: ignore[attr-defined]
+    return make_record
+
+
+def _redacted_traceback(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> str:
+    return redact_text("".join(traceback.format_exception(exc_type, exc, tb)))
+
+
+def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.__excepthook__(exc_type, exc, tb)
+        return
+    sys.stderr.write(_redacted_traceback(exc_type, exc, tb))
+
+
+def _thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit or args.exc_value is None:
+        return
+    name = args.thread.name if args.thread is not None else threading.get_ident()
+    text = _redacted_traceback(args.exc_type, args.exc_value, args.exc_traceback)
+    sys.stderr.write(f"Exception in thread {name}:\n{text}")
+
+
+def install() -> None:
+    """Redact every log record's message (and its exception's traceback) and every uncaught
+    exception's traceback, in threads too, of this process. Idempotent; the record factory wraps the
+    one in place. Run on import of this module."""
+    factory = logging.getLogRecordFactory()
+    if not getattr(factory, "redacts", False):
+        logging.setLogRecordFactory(_redacting_record_factory(factory))
+    # Only Python's own hooks are replaced: one a debugger or a test runner put in place stays.
+    if sys.excepthook is sys.__excepthook__:
+        sys.excepthook = _excepthook
+    if threading.excepthook is threading.__excepthook__:
+        threading.excepthook = _thread_excepthook
+
+
+# Every fastslow process imports this module with its configuration (fastslow.config), worker
+# processes spawned for an eval included, so installing here reaches them without each entry point
+# remembering to.
+install()

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,34 +12,7 @@ from fastslow.memory.stores import BulkStore
 from fastslow.memory.stores.postgres import PostgresStore
 from fastslow.memory.stores.sqlite import SqliteStore
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "start-postgres.sh"
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> Iterator[str]:
-    """FASTSLOW_PG_DSN if set (CI starts a server), else a throwaway cluster from the script, else skip."""
-    dsn = os.environ.get("FASTSLOW_PG_DSN")
-    if dsn:
-        yield dsn
-        return
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("postgres store: psycopg is not installed (pip install -e '.[postgres]')")
-    if shutil.which("bash") is None or not SCRIPT.is_file():
-        pytest.skip(f"postgres store: no FASTSLOW_PG_DSN and no {SCRIPT}")
-    workdir = Path(tempfile.mkdtemp(prefix="fastslow-pg-test-"))
-    proc = subprocess.run(
-        [str(SCRIPT), "start", str(workdir)], capture_output=True, text=True, timeout=120, check=False
-    )
-    if proc.returncode != 0:
-        shutil.rmtree(workdir, ignore_errors=True)
-        reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"postgres store: no FASTSLOW_PG_DSN and start-postgres.sh failed: {reason}")
-    try:
-        yield proc.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run([str(SCRIPT), "stop", str(workdir)], capture_output=True, timeout=60, check=False)
+# pg_dsn (a PostgreSQL server's DSN, or skip) is in tests/conftest.py: tests outside this folder use it too.
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -14,17 +14,32 @@ from fastslow.config import RunConfig, load_config
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.errors import UsageError
 from fastslow.eval.metrics import srm_usage
-from fastslow.events import EndState, EpisodeEnd, FanOut, GateDecision, JsonlWriter, ListSink, read_events
+from fastslow.events import (
+    EndState,
+    EpisodeEnd,
+    EpisodeStart,
+    FanOut,
+    GateDecision,
+    JsonlWriter,
+    ListSink,
+    read_events,
+)
 from fastslow.reflection.srm import Srm
 from reflection.helpers import act, start
 
 
 def test_loop_with_gate_detector_and_rules_critic(env: ScienceWorldAdapter, tmp_path: Path) -> None:
     config = load_config("oracle", ["srm.enabled=true", "critic.kind=rules"])
-    log = tmp_path / "events" / "2-0.jsonl"
+    log = tmp_path / "events" / "02-0000.jsonl"
     memory = ListSink()
     with JsonlWriter(log) as writer:
         sink = FanOut(writer, memory)
+        # a log begins with its episode's header (events.iter_events reads no other)
+        header = EpisodeStart(
+            episode_id="02-0000", task_id=2, task_name="t", variation=0, split="train",
+            config_name=config.name, config={}, versions={},
+        )  # fmt: skip
+        sink.emit(header)
         traj = start(env)
         srm = Srm.for_episode(config.srm, config.critic, traj.current, sink=sink)
         assert srm is not None and srm.gate is not None

@@ -13,15 +13,24 @@ far as that). Aggregates: better / same / worse, the mean difference with a seed
 "prevented a -100" (the fork without the mechanism failed, the control did not) and "cost the episode"
 (the fork without it scored higher). Forks run in parallel processes (each with its own JVM) and a
 rerun skips the points already played.
+
+The output directory is claimed as ``eval``'s is (``rundir.claim_directory``), every refusal before
+anything is written: an ``--out`` that is, holds or lies inside the parent run; one holding a file no
+fastslow command wrote (a user's ``attribution.json``, a foreign ``forks/.../metrics.json``); one
+claimed by another attribution key (the parent's run id and config hash, the mechanism, the seed and
+the limit), so a rerun resumes only its own work; one in use by a live ``attribute`` (a lock the
+kernel drops when its holder dies). The workers die with the command (``executors.worker_pool``); a
+fork a killed run left unfinished is deleted through its manifest and played again from scratch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
-import shutil
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +38,19 @@ from typing import Any
 import numpy as np
 
 from fastslow.config import Intervention
-from fastslow.errors import UsageError
+from fastslow.errors import CorruptLogError, RunDirError, UsageError
+from fastslow.eval.executors import worker_pool
 from fastslow.eval.fork import Parent, fork_episode, read_parent
 from fastslow.eval.metrics import summarize_log
 from fastslow.eval.records import METRICS_FILE, EpisodeResult
 from fastslow.eval.replay import ReplayDivergence
-from fastslow.eval.rundir import write_json
+from fastslow.eval.rundir import (
+    check_directory,
+    claim_directory,
+    read_run_record,
+    run_lock,
+    write_json,
+)
 from fastslow.events import (
     CriticCall,
     EndState,
@@ -47,9 +63,12 @@ from fastslow.events import (
     SageCall,
     read_events,
 )
+from fastslow.manifest import BOOKKEEPING, Manifest
 from fastslow.vocab import Mechanism
 
 RESULT_FILE = "attribution.json"
+KIND = "attribute"
+"""The kind of work ``claim_directory`` records for an attribution directory."""
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -121,22 +140,70 @@ def _steps(log: Path) -> list[tuple[str, int]]:
     return [(e.action, e.score) for e in read_events(log) if isinstance(e, EnvStep)]
 
 
-def _play(parent: Parent, point: Point, target: Path, off: Mechanism | None) -> EpisodeResult:
-    """One fork of ``point`` into ``target`` (a finished one is read back, a partial one replayed)."""
-    log = target / "events" / f"{point.episode}.jsonl"
-    if (target / METRICS_FILE).is_file():
+_DIVERGED = "replay diverged"
+"""How a fork's error starts when its replay answered differently (``eval.replay``)."""
+
+
+def _finished(target: Path, log: Path) -> EpisodeResult | None:
+    """The fork in ``target`` when it finished: metrics.json written and the log ended, other than by
+    a broken environment (a JVM that died, as under Ctrl-C, says nothing about the mechanism)."""
+    if not (target / METRICS_FILE).is_file():
+        return None
+    try:
         done = summarize_log(log)
-        if done is not None:
-            return done
-    shutil.rmtree(target, ignore_errors=True)
-    config = parent.config
-    if off is not None:
-        config = config.model_copy(update={"intervention": Intervention(mechanism=off, step=point.step)})
-    result = fork_episode(parent, point.at, config, target)
-    if result.outcome.error and result.outcome.error.startswith("replay diverged"):
-        raise ReplayDivergence(result.outcome.error)
-    assert result.fork is not None, "run_episode always ends the log"
-    return result.fork
+    except (OSError, CorruptLogError):
+        return None
+    if done is None or (done.end is EndState.ERROR and not (done.error or "").startswith(_DIVERGED)):
+        return None
+    return done
+
+
+def _discard(target: Path) -> None:
+    """Delete an unfinished fork's files, each one proven its own by the fork directory's manifest,
+    and the folders they leave empty. Anything the manifest does not prove (a user's file, one changed
+    since) refuses with one line before anything is deleted: it is not the fork's to replay over."""
+    if not target.is_dir():
+        return
+    manifest = Manifest(target)
+    own = {os.path.abspath(p) for p in manifest.owned_files()}
+    files = [p for p in target.rglob("*") if p.is_symlink() or not p.is_dir()]
+    files = [p for p in files if not (p.parent == target and p.name in BOOKKEEPING)]
+    stray = [p for p in files if os.path.abspath(p) not in own]
+    if stray:
+        raise RunDirError(
+            f"{target} holds {stray[0].relative_to(target)}, which its fork did not write: the unfinished "
+            "fork is not replayed over it; move it away and rerun"
+        )
+    try:
+        for path in files:
+            path.unlink()
+    finally:
+        manifest.removed(*files)
+    for folder in sorted((p for p in target.rglob("*") if p.is_dir()), reverse=True):
+        with contextlib.suppress(OSError):  # not empty: it holds what is not the fork's, and stays
+            folder.rmdir()
+
+
+def _play(parent: Parent, point: Point, target: Path, off: Mechanism | None) -> EpisodeResult:
+    """One fork of ``point`` into ``target``: a finished one is read back; an unfinished one (a killed
+    run's: no metrics.json, a log without episode_end, or one a broken environment ended) is deleted
+    through its manifest and played again from scratch, never appended to. Under the fork directory's
+    lock, so a worker of a killed run that still writes there is refused, not joined."""
+    log = target / "events" / f"{point.episode}.jsonl"
+    with run_lock(target):
+        done = _finished(target, log)
+        if done is None:
+            _discard(target)
+            config = parent.config
+            if off is not None:
+                intervention = Intervention(mechanism=off, step=point.step)
+                config = config.model_copy(update={"intervention": intervention})
+            result = fork_episode(parent, point.at, config, target)
+            assert result.fork is not None, "run_episode always ends the log"
+            done = result.fork
+    if done.end is EndState.ERROR and (done.error or "").startswith(_DIVERGED):
+        raise ReplayDivergence(done.error or _DIVERGED)
+    return done
 
 
 def attribute_point(run: Path, point: Point, mechanism: Mechanism, out: Path) -> PointResult:
@@ -158,6 +225,90 @@ def _work(args: tuple[str, Point, Mechanism, str]) -> PointResult:
     return attribute_point(Path(run), point, mechanism, Path(out))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """An attribution every refusal has passed, nothing written yet (``plan_attribution``)."""
+
+    run: Path
+    mechanism: Mechanism
+    out: Path
+    key: dict[str, Any]
+    """What the directory is the attribution of (``claim_directory``'s key): the parent run's id and
+    config hash, the mechanism, the seed and the limit."""
+    events: int
+    chosen: list[Point]
+    seed: int
+
+
+def plan_attribution(
+    run: Path,
+    mechanism: Mechanism,
+    out: Path,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    workers: int = 1,
+) -> Plan:
+    """Every refusal of an attribution, reading only (one line each): bad numbers, a ``run`` that is
+    not a finished run with an event of ``mechanism``, and an ``out`` that ``check_directory``
+    refuses (module docstring). Returns the seeded sample of points to fork."""
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if limit is not None and limit < 1:
+        raise UsageError("--limit must be at least 1")
+    if not (run / "events").is_dir():
+        raise UsageError(f"{run} is not a run directory (no events/)")
+    record = read_run_record(run)
+    if record is None:
+        raise UsageError(f"{run} is not a run directory (no run.json)")
+    key = {
+        "run_id": record.run_id,
+        "config_hash": record.config_hash,
+        "mechanism": mechanism,
+        "seed": seed,
+        "limit": limit,
+    }
+    check_directory(out, KIND, key, parents=(run,))
+    points = mechanism_points(run, mechanism)
+    if not points:
+        raise UsageError(f"{run} logs no {mechanism} event inside an episode: nothing to attribute")
+    read_parent(run, points[0].episode)  # a directory that is not a run is refused before any write
+    chosen = sorted(random.Random(seed).sample(points, limit)) if limit and limit < len(points) else points
+    return Plan(run, mechanism, out, key, len(points), chosen, seed)
+
+
+def play_attribution(
+    todo: Plan,
+    *,
+    workers: int = 1,
+    on_point: Callable[[PointResult, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Claim ``todo.out`` (checked again under its lock), play or read back each chosen point's forks
+    on ``workers`` processes and write ``out/attribution.json``; returns its content."""
+    results: list[PointResult] = []
+
+    def done(result: PointResult) -> None:
+        results.append(result)
+        if on_point is not None:
+            on_point(result, len(results), len(todo.chosen))
+
+    with claim_directory(todo.out, KIND, todo.key, parents=(todo.run,)):
+        jobs = [(str(todo.run), p, todo.mechanism, str(todo.out)) for p in todo.chosen]
+        _run(jobs, workers, done)
+        results.sort(key=lambda r: r.point)
+        payload = {
+            "run": str(todo.run),
+            "mechanism": todo.mechanism,
+            "events": todo.events,
+            "sampled": len(todo.chosen),
+            "seed": todo.seed,
+            **summarize(results, todo.seed),
+            "points": [asdict(r) for r in results],
+        }
+        write_json(todo.out / RESULT_FILE, payload)
+    return payload
+
+
 def attribute(
     run: Path,
     mechanism: Mechanism,
@@ -169,48 +320,24 @@ def attribute(
     on_point: Callable[[PointResult, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Attribute every ``mechanism`` event of ``run`` (``limit``: a seeded sample of them) and write
-    ``out/attribution.json``; returns its content."""
-    if workers < 1:
-        raise UsageError("--workers must be at least 1")
-    if limit is not None and limit < 1:
-        raise UsageError("--limit must be at least 1")
-    if not (run / "events").is_dir():
-        raise UsageError(f"{run} is not a run directory (no events/)")
-    points = mechanism_points(run, mechanism)
-    if not points:
-        raise UsageError(f"{run} logs no {mechanism} event inside an episode: nothing to attribute")
-    read_parent(run, points[0].episode)  # a directory that is not a run is refused before any write
-    chosen = sorted(random.Random(seed).sample(points, limit)) if limit and limit < len(points) else points
-    out.mkdir(parents=True, exist_ok=True)
-    results: list[PointResult] = []
-    jobs = [(str(run), p, mechanism, str(out)) for p in chosen]
-    for result in _run(jobs, workers):
-        results.append(result)
-        if on_point is not None:
-            on_point(result, len(results), len(chosen))
-    results.sort(key=lambda r: r.point)
-    summary = summarize(results, seed)
-    payload = {
-        "run": str(run),
-        "mechanism": mechanism,
-        "events": len(points),
-        "sampled": len(chosen),
-        "seed": seed,
-        **summary,
-        "points": [asdict(r) for r in results],
-    }
-    write_json(out / RESULT_FILE, payload)
-    return payload
+    ``out/attribution.json``; returns its content. ``plan_attribution`` then ``play_attribution``:
+    every refusal comes before anything is written, and a rerun of the same command resumes."""
+    todo = plan_attribution(run, mechanism, out, limit=limit, seed=seed, workers=workers)
+    return play_attribution(todo, workers=workers, on_point=on_point)
 
 
-def _run(jobs: list[tuple[str, Point, Mechanism, str]], workers: int) -> Iterator[PointResult]:
-    if workers == 1:
-        yield from (_work(job) for job in jobs)
+def _run(
+    jobs: list[tuple[str, Point, Mechanism, str]], workers: int, done: Callable[[PointResult], None]
+) -> None:
+    if workers == 1 or len(jobs) <= 1:
+        for job in jobs:
+            done(_work(job))
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_work, job) for job in jobs]
-        for future in as_completed(futures):
-            yield future.result()
+    # eval's workers: each dies with this process, however it dies, and an error or Ctrl-C here
+    # stops them rather than waiting for the forks in flight (left unfinished, replayed on resume)
+    with worker_pool(min(workers, len(jobs))) as pool:
+        for future in as_completed([pool.submit(_work, job) for job in jobs]):
+            done(future.result())
 
 
 def summarize(results: list[PointResult], seed: int = 0) -> dict[str, Any]:

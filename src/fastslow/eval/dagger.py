@@ -45,6 +45,7 @@ from fastslow.env.wrappers import Env, Wrapper
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
 from fastslow.events import EndState, ListSink
+from fastslow.manifest import record_removed, record_writing, record_written
 from fastslow.swift.data import MANIFEST, count_examples, episode_file, example, read_episodes
 from fastslow.swift.train import label_of
 
@@ -176,10 +177,13 @@ def _work(
         return task_id, variation, -1, outcome.final_score, outcome.end.value
     target = episode_file(Path(out), task_id, variation)
     tmp = target.with_name(target.name + ".tmp")
+    record_writing(tmp)  # the dataset directory's own, even if this process dies mid-write
     with gzip.open(tmp, "wt", encoding="utf-8") as fh:
         for row in recorder.rows:
             fh.write(json.dumps(row, separators=(",", ":")) + "\n")
     os.replace(tmp, target)
+    record_removed(tmp)
+    record_written(target)
     return task_id, variation, len(recorder.rows), outcome.final_score, outcome.end.value
 
 
@@ -188,6 +192,15 @@ class DaggerSummary:
     episodes: int
     examples: int
     skipped: int
+
+
+def check_gold(gold: Path) -> None:
+    """Refuse, in one line, a ``--gold`` that is not a gold dataset of train variations."""
+    if not (gold / MANIFEST).is_file():
+        raise UsageError(f"{gold} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
+    manifest = json.loads((gold / MANIFEST).read_text(encoding="utf-8"))
+    if manifest.get("split") != "train":
+        raise UsageError(f"{gold} holds '{manifest.get('split')}' variations; only train ones may be played")
 
 
 def build_dagger(
@@ -199,11 +212,7 @@ def build_dagger(
 ) -> DaggerSummary:
     """Play ``config`` on every variation of the gold dataset ``gold`` and write the expert-labelled
     states into ``out`` (resumable: episodes with a file are skipped)."""
-    if not (gold / MANIFEST).is_file():
-        raise UsageError(f"{gold} is not a gold dataset (no {MANIFEST}); build one with `fastslow data gold`")
-    manifest = json.loads((gold / MANIFEST).read_text(encoding="utf-8"))
-    if manifest.get("split") != "train":
-        raise UsageError(f"{gold} holds '{manifest.get('split')}' variations; only train ones may be played")
+    check_gold(gold)
     paths = read_gold_paths(gold)
     out.mkdir(parents=True, exist_ok=True)
     todo = sorted(k for k in paths if not episode_file(out, *k).exists())
@@ -238,4 +247,5 @@ def write_manifest(out: Path, gold: Path, config: RunConfig) -> dict[str, Any]:
         **count_examples(out),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    record_written(out / MANIFEST)
     return manifest

@@ -39,6 +39,7 @@ from fastslow.env.episodes import Episode
 from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.executors import EXECUTORS, run_episodes
 from fastslow.eval.metrics import run_metrics, summarize_log, torn_line
+from fastslow.eval.ray_cluster import check_ray_cluster
 from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.rundir import (
     WARMUP_DIR,
@@ -53,6 +54,7 @@ from fastslow.eval.rundir import (
 )
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EndState
+from fastslow.manifest import owned, record_removed, record_written
 from fastslow.models.cache import CACHE_FILE
 
 
@@ -67,11 +69,23 @@ def check_out_dir(out: Path) -> None:
         raise UsageError(f"--out {out} is not writable")
 
 
+MAX_WORKERS = 64
+"""Most ``--workers`` a run may ask for: each is a process with its own ScienceWorld JVM (about 1 GB),
+so a mistyped count would start hundreds. A run never starts more workers than it has episodes."""
+
+
+def check_workers(workers: int) -> None:
+    """A one-line UsageError for a worker count below 1 or above ``MAX_WORKERS``."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be 1 to {MAX_WORKERS} (one JVM each), got {workers}")
+
+
 def check_executor(workers: int, executor: str, ray_address: str | None) -> None:
     """A one-line UsageError, before anything is written, for workers, executor or Ray address that
-    cannot run: an unknown executor, ``ray`` without Ray installed, a Ray address for another executor."""
-    if workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
+    cannot run: a worker count outside 1..``MAX_WORKERS``, an unknown executor, ``ray`` without Ray
+    installed, a Ray address for another executor, or one where no Ray cluster can be joined
+    (``ray_cluster.check_ray_cluster``: a bounded wait, never the minutes ``ray.init`` would retry)."""
+    check_workers(workers)
     if executor not in EXECUTORS:
         raise UsageError(f"unknown executor '{executor}': choose one of {', '.join(EXECUTORS)}")
     if ray_address is not None and executor != "ray":
@@ -80,6 +94,8 @@ def check_executor(workers: int, executor: str, ray_address: str | None) -> None
         )
     if executor == "ray" and importlib.util.find_spec("ray") is None:
         raise UsageError("--executor ray needs Ray: pip install 'fastslow[ray]'")
+    if ray_address is not None:
+        check_ray_cluster(ray_address)
 
 
 def prepare_out_dir(out: Path) -> None:
@@ -95,9 +111,11 @@ def is_finished(path: Path, note: Callable[[str], None] | None = None) -> bool:
     """A log counts as done when it ends with episode_end and the environment did not break it.
 
     Any other existing log is replayed, and ``note`` hears one line naming the log and why: a log with
-    a corrupted line (not a torn last line) is moved to ``events/failed/`` (kept, not deleted; the line
-    says where, and which line is bad and how); a log without episode_end (the run stopped mid-episode,
-    or the file was cut: its torn last line is named) and one the environment broke are replayed over."""
+    a corrupted line (not a torn last line), or one that is not one episode (another episode's header,
+    two logs run together: ``events.iter_events``), is moved to ``events/failed/`` (kept, not deleted;
+    the line says where, and which line is bad and how); a log without episode_end (the run stopped
+    mid-episode, or the file was cut: its torn last line is named) and one the environment broke are
+    replayed over."""
     if not path.exists():
         return False
     try:
@@ -106,7 +124,11 @@ def is_finished(path: Path, note: Callable[[str], None] | None = None) -> bool:
         failed = path.parent / "failed"
         failed.mkdir(exist_ok=True)
         kept = failed / f"{path.stem}.corrupt-{uuid.uuid4().hex[:6]}.jsonl"
+        ours = owned(path)
         path.rename(kept)
+        if ours:  # still the run's own, under another name
+            record_removed(path)
+            record_written(kept)
         why = str(exc).removeprefix(f"event log {path} ")
         _say(note, f"event log {path} set aside as {kept} ({why}); replaying {path.stem}")
         return False

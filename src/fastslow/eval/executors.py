@@ -9,7 +9,9 @@ node can write (a shared filesystem).
 
 No orphans: a local worker watches its parent and exits the moment the eval process is gone, however
 it died (its JVM follows: py4j's JVM exits when its stdin closes); an eval that fails cancels the
-queued episodes and stops its workers instead of waiting for them.
+queued episodes and stops its workers instead of waiting for them. A worker ignores Ctrl-C: the
+terminal sends it to the whole process group, and the parent alone decides (it stops its workers and
+says so in one line). ``worker_pool`` gives other commands' pools (``attribute``) the same rules.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import errno
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,7 @@ from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.errors import OutputError, UsageError
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import EndState, JsonlWriter
+from fastslow.manifest import record_removed, record_written
 from fastslow.models.cache import ResponseCache
 
 log = logging.getLogger(__name__)
@@ -114,7 +119,10 @@ class _Worker:
                     return outcome
                 failed = self.events_dir / "failed"
                 failed.mkdir(exist_ok=True)
-                path.rename(failed / f"{episode.episode_id}.attempt{attempt}.jsonl")
+                kept = failed / f"{episode.episode_id}.attempt{attempt}.jsonl"
+                path.rename(kept)
+                record_removed(path)
+                record_written(kept)
         except OSError as exc:
             # A full disk or a read-only file system: one line for the user; the logs already written
             # stay, and the unfinished one is replayed by the same command once there is room.
@@ -164,11 +172,44 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fastslow-parent-watch", daemon=True).start()
 
 
+def _as_worker_of(parent: int) -> None:
+    """Make this process a worker of ``parent``: it ignores Ctrl-C (the terminal sends SIGINT to the
+    whole process group; the parent stops its workers itself, and a worker's traceback would bury the
+    parent's one line) and exits as soon as ``parent`` is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel ``pool``'s queued calls and terminate its workers without waiting for the calls in
+    flight (their JVMs exit with the workers' stdin)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` local processes with eval's rules: spawned (each starts its own py4j
+    gateway and JVM from a clean interpreter), each exits when this process is gone however it died,
+    ignores Ctrl-C; an exception or Ctrl-C in the ``with`` body stops them (``stop_pool``) instead of
+    waiting for the calls in flight."""
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, ctx, _as_worker_of, (os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
 def _init_worker(
     config_json: str, events_dir: str, retries: int, run_id: str, parent: int, model_cache: str | None
 ) -> None:
     global _WORKER
-    _exit_with_parent(parent)
+    _as_worker_of(parent)
     cache = Path(model_cache) if model_cache is not None else None
     _WORKER = _Worker(RunConfig.model_validate_json(config_json), Path(events_dir), retries, run_id, cache)
     atexit.register(_WORKER.close)
@@ -208,10 +249,7 @@ def _run_local(
     except BaseException:
         # An error (disk full, a bug) or Ctrl-C: do not play the queued episodes into the folder, and
         # do not wait for the ones in flight; their logs stay unfinished and are replayed on resume.
-        processes = list(getattr(pool, "_processes", {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
+        stop_pool(pool)
         raise
     pool.shutdown(wait=True)
 

@@ -42,12 +42,14 @@ from fastslow.eval.rundir import (
     check_claim,
     claim_run,
     read_run_record,
+    refuse_parents,
     run_lock,
     store_config,
     write_json,
 )
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, ForkOrigin, JsonlWriter, read_events
+from fastslow.manifest import BOOKKEEPING
 from fastslow.models.cache import CACHE_FILE
 
 
@@ -225,7 +227,9 @@ def fork_episode(
 
     check_fork(parent, at, config)
     check_out_dir(out)
-    if out.exists() and any(out.iterdir()):
+    refuse_parents(out, (parent.run_dir,))
+    # a lock and a manifest alone (a directory ``attribute`` emptied to replay a fork) hold nothing
+    if out.exists() and any(p.name not in BOOKKEEPING for p in out.iterdir()):
         raise UsageError(f"--out {out} is not empty: a fork writes into a new or empty directory")
     episode_id = parent.start.episode_id
     check_claim(out, config, [episode_id], overrides=overrides)

@@ -76,7 +76,8 @@ _FIXED = 17 + SOURCE_WIDTH
 
 
 def _clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
+    # Every text a console line shows comes through here: a model error may quote a server's URL.
+    flat = " ".join(redact_text(text).split())
     width = max(width, 1)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
@@ -117,10 +118,13 @@ class StepPrinter:
 
     def emit(self, event: Event) -> None:
         if isinstance(event, EpisodeStart):
+            # Text, not a str: a rule's str title is read as markup, and names and errors are not.
             self.console.rule(
-                _clip(
-                    f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}",
-                    self._width - 4,
+                Text(
+                    _clip(
+                        f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}",
+                        self._width - 4,
+                    )
                 )
             )
             self.console.print(_clip(event.task_description, 400), style="dim", markup=False, highlight=False)
@@ -199,10 +203,12 @@ class StepPrinter:
         elif isinstance(event, EpisodeEnd):
             error = f" · {event.error}" if event.error else ""
             self.console.rule(
-                _clip(
-                    f"{event.end.value} · score {event.final_score} · {event.steps} steps · "
-                    f"{event.wall_s:.1f}s{error}",
-                    self._width - 4,
+                Text(
+                    _clip(
+                        f"{event.end.value} · score {event.final_score} · {event.steps} steps · "
+                        f"{event.wall_s:.1f}s{error}",
+                        self._width - 4,
+                    )
                 )
             )
 
@@ -258,7 +264,7 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
             JsonlWriter(path) as writer,
         ):
             outcome = run_episode(env, agent, episode, config, FanOut(writer, StepPrinter(console)))
-    console.print(f"event log: {path}")
+    console.print(f"event log: {path}", markup=False)
     return outcome
 
 
@@ -276,12 +282,14 @@ def _progress_bar(console: Console, label: str, total: int | None) -> Iterator[P
     scores: list[float] = []
     warned: set[str] = set()
     columns = (
-        TextColumn("[bold]{task.description}"),
+        # markup=False: the description is the config's name and the status an episode id and its
+        # end, text a user or a log chose; rich would read a "[/b]" in it as a closing tag and raise.
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
+        TextColumn("{task.fields[status]}", markup=False),
     )
     with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task(label, total=total, status="")

@@ -10,10 +10,10 @@ usage/cost (and the spread over seeds of ``--seeds`` runs), as markdown and CSV;
 viewer (every step with its source, the mechanism events around it, and the score).
 
 Every output counts the same episodes: those whose logs can be read whole (``check_logs``). A log that
-cannot (a line that is not an event, a file cut off, no episode_end, no file) is left out of all of
-them and named under Warnings, and when that set is not the one metrics.json counts, the numbers are
-recomputed from the readable logs. The report is written into a temporary folder next to ``--out`` and
-moved into place only once complete: a report that fails leaves ``--out`` as it was.
+cannot (a line that is not an event, a file that is not one episode, a file cut off, no episode_end, no
+file) is left out of all of them and named under Warnings, and when that set is not the one metrics.json
+counts, the numbers are recomputed from the readable logs. The report is written into a temporary folder
+next to ``--out`` and moved into place only once complete: a report that fails leaves ``--out`` as it was.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from fastslow.env.tasks import all_tasks
 from fastslow.errors import CorruptLogError, OutputError, UsageError
 from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics, summarize_log, torn_line
 from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
-from fastslow.eval.rundir import RunRecord, read_run_record
+from fastslow.eval.rundir import RunRecord, read_run_record, run_lock
 from fastslow.eval.viewer import (
     index_episode,
     read_episode,
@@ -44,6 +44,8 @@ from fastslow.eval.viewer import (
     viewer_assets,
     viewer_boot,
 )
+from fastslow.manifest import LOCK_FILE, Manifest
+from fastslow.redact import redact_text
 from fastslow.vocab import STEP_SOURCES, StepSource
 
 GROUPS = ("short", "medium", "long")
@@ -593,6 +595,7 @@ def write_report(dirs: list[Path], out: Path, on_warning: Callable[[str], None] 
     ``out`` and moved into it only once all are written: on any error ``out`` is left as it was (an
     earlier report in it too) and nothing of the temporary folder stays. Files of ``out`` that are not
     the report's are never touched."""
+    _check_out(out)  # a folder of someone else's files is refused before the report is built
     runs = [check_logs(load_run(d)) for d in dirs]
     names = [r.name for r in runs]
     # Two runs of one config (e.g. two seeds) are told apart by their directory names.
@@ -626,37 +629,70 @@ def _staging_folder(out: Path) -> Path:
 
 
 def _move_into(staging: Path, out: Path) -> None:
-    """The staged report becomes ``out``: renamed as a whole when ``out`` does not exist, else file by
-    file over the report's own names (checked first: a folder in the way refuses before any move)."""
+    """The staged report becomes ``out``: renamed as a whole when ``out`` does not exist (with its
+    manifest and lock file, so the folder records what fastslow wrote), else, holding ``out``'s lock,
+    file by file over the report's own names. A name in the way that ``out``'s manifest does not
+    record as fastslow's, unchanged, refuses the move before any file is moved: a user's
+    ``report.md`` is never overwritten because of its name (``fastslow.manifest``)."""
+    names = sorted(
+        p.name for p in staging.iterdir() if p.name not in (LOCK_FILE, Manifest(staging).path.name)
+    )
+    Manifest(staging).wrote(*(staging / name for name in names))
+    (staging / LOCK_FILE).touch()
     if not out.exists():
         staging.rename(out)
         return
-    names = sorted(p.name for p in staging.iterdir())
+    _check_out(out, names)
+    with run_lock(out):
+        _check_out(out, names)  # again, under the lock
+        manifest = Manifest(out)
+        for name in sorted(names, key=lambda n: n == "report.html"):  # report.html last
+            os.replace(staging / name, out / name)
+            manifest.wrote(out / name)
+
+
+def _check_out(out: Path, names: list[str] | None = None) -> None:
+    """Refuse (one line, reading only) an ``out`` holding, under one of the report's ``names``
+    (default: every name a report may write), a folder, or a file not recorded as an earlier fastslow
+    report's and unchanged since (``fastslow.manifest``)."""
+    if not out.is_dir():
+        return
+    if names is None:
+        names = sorted(_REPORT_NAMES)
     for name in names:
-        if (out / name).is_dir():
+        if (out / name).is_dir() and not (out / name).is_symlink():
             raise OutputError(f"--out {out}: {out / name} is a folder; the report's {name} cannot replace it")
-    taken = [name for name in names if (out / name).exists()]
-    if taken and not _is_report(out):
-        # Files of the report's names in a folder no fastslow report wrote are someone else's.
+    manifest = Manifest(out)
+    entries = manifest.entries()
+    taken = [name for name in names if (out / name).exists() or (out / name).is_symlink()]
+    foreign = [name for name in taken if not manifest.owns(out / name, entries)]
+    if foreign:
         raise UsageError(
-            f"--out {out} holds {', '.join(taken[:3])}{' ...' if len(taken) > 3 else ''} but no fastslow "
-            "report: choose another --out"
+            f"--out {out} holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}, which no "
+            "fastslow report wrote (or changed since): choose another --out"
         )
-    for name in sorted(names, key=lambda n: n == "report.html"):  # report.html last
-        os.replace(staging / name, out / name)
+
+
+_TABLES = ("runs", "main", "per_task", "groups", "success", "step_shares", "paper_counters", "mechanisms")
+_REPORT_NAMES = frozenset(
+    {
+        "report.md",
+        "report.html",
+        *(f"{t}.csv" for t in (*_TABLES, "usage", "seeds")),
+        *(f"{f}.png" for f in ("per_task", "groups", "mechanisms")),
+    }
+)
+"""Every file name a report may write (tables, figures, report.md, report.html)."""
 
 
 REPORT_HEADING = "# fastslow report"
-"""report.md's first line: how a folder is known to hold an earlier fastslow report."""
+"""report.md's first line."""
 
 
-def _is_report(folder: Path) -> bool:
-    """Whether ``folder`` holds a report.md written by ``fastslow report`` (its first line)."""
-    try:
-        with open(folder / "report.md", encoding="utf-8") as fh:
-            return fh.readline().rstrip("\n") == REPORT_HEADING
-    except (OSError, UnicodeDecodeError):
-        return False
+def _redacted(table: Table) -> Table:
+    """``table`` with every cell's secrets masked (``fastslow.redact.redact_text``)."""
+    head, rows = table
+    return [redact_text(h) for h in head], [[redact_text(c) for c in row] for row in rows]
 
 
 def _write_files(runs: list[Run], out: Path) -> list[str]:
@@ -677,8 +713,11 @@ def _write_files(runs: list[Run], out: Path) -> list[str]:
     }
     if any(r.metrics.seeds is not None for r in runs):
         tables["seeds"] = ("Seeds", seeds_table(runs))
+    # A report is shared as it is: every text it shows passes the redaction the event logs, run.json
+    # and the viewer's answers pass (a store's DSN, a warning quoting a model server's URL).
+    tables = {key: (title, _redacted(table)) for key, (title, table) in tables.items()}
     md = [REPORT_HEADING, "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
-    warnings = [w for r in runs for w in run_warnings(r)]
+    warnings = [redact_text(w) for r in runs for w in run_warnings(r)]
     if warnings:
         md += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
     for key, (title, table) in tables.items():

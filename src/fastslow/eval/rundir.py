@@ -58,38 +58,25 @@ from fastslow.config import RunConfig
 from fastslow.errors import OutputError, RunDirError, UsageError
 from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.runner import git_commit, versions
+from fastslow.manifest import (
+    BOOKKEEPING,
+    LOCK_FILE,
+    Manifest,
+    claimed_root,
+    record_removed,
+    record_writing,
+    record_written,
+)
 from fastslow.models.cache import CACHE_FILE, is_cache_file
 from fastslow.redact import redact_argv, redact_override, redact_text
 
 RUN_FORMAT = 2
 """Version of run.json; 1 was the unversioned record of fastslow <= 0.1 (no identity)."""
 RUN_FILE = "run.json"
-LOCK_FILE = ".fastslow.lock"
 STORE_FILE = "memory.sqlite"
 CONFIG_FILE = "config.yaml"
 WARMUP_DIR = "warmup"
 """DIR/warmup: the warm-up's logs (``evaluate.run_warmup``)."""
-REPORT_FILES = (
-    "report.md",
-    "report.html",
-    *(
-        f"{table}.csv"
-        for table in (
-            "runs",
-            "main",
-            "per_task",
-            "groups",
-            "success",
-            "paper_counters",
-            "mechanisms",
-            "usage",
-            "step_shares",
-            "seeds",
-        )
-    ),
-    *(f"{figure}.png" for figure in ("per_task", "groups", "mechanisms")),
-)
-"""What ``fastslow report`` writes into ``DIR/report``: the only files a restart removes from it."""
 
 
 class StoreInfo(BaseModel):
@@ -425,20 +412,47 @@ def _is_store(path: Path) -> bool:
 
 
 def run_files(out: Path, record: RunRecord) -> list[Path]:
-    """What the run ``record`` describes wrote into DIR, as far as it is there: what ``restart`` deletes.
+    """What the run ``record`` describes wrote into DIR, as far as it is there unchanged: what
+    ``restart`` deletes.
 
-    The event logs of its episodes (and their attempts in ``events/failed/``), the warm-up's logs and
-    ``warmup/run.json`` when that names this run, ``metrics.json``, ``config.yaml``, ``run.json``, the files
-    ``fastslow report`` writes into ``report/`` (``REPORT_FILES``), the response cache
-    ``model_cache.sqlite`` (with its WAL files) when it is one (``models.cache``), and ``memory.sqlite``
-    (with its WAL files) when the record names it the run's own store and it is a fastslow store.
-    Nothing else: a user's file beside them, in ``events/`` or ``report/`` included, is not the run's."""
-    found = [out / RUN_FILE, out / CONFIG_FILE, out / METRICS_FILE]
+    The proof of origin is the manifest (``fastslow.manifest``): every file the run's commands wrote
+    into DIR (event logs, their attempts in ``events/failed/``, the warm-up's logs, ``metrics.json``,
+    ``config.yaml``, the per-run store and the response cache) and every file ``fastslow report`` wrote
+    into ``DIR/report``, each still as it was written, plus ``run.json`` itself. A file of the same
+    name that a user put there, or changed since, stays. A run of an older fastslow, without a
+    manifest, is read by its record: its episodes' and warm-up's logs, ``metrics.json``,
+    ``config.yaml``, the response cache when it is one, the per-run store when it is a fastslow store;
+    never ``report/``'s files, whose origin no record proves."""
+    found = [out / RUN_FILE]
+    if Manifest(out).exists():
+        # SQLite files are recorded as being written (their bytes change under the run): the content
+        # must still be what fastslow writes there.
+        wrong = set()
+        if not ((out / CACHE_FILE).is_file() and is_cache_file(out / CACHE_FILE)):
+            wrong |= {CACHE_FILE}
+        if not ((out / STORE_FILE).is_file() and _is_store(out / STORE_FILE)):
+            wrong |= {STORE_FILE}
+        found += [
+            p
+            for p in Manifest(out).owned_files()
+            if p.parent != out or p.name.removesuffix("-wal").removesuffix("-shm") not in wrong
+        ]
+    else:
+        found += _legacy_run_files(out, record)
+    for nested in (out / "report", out / WARMUP_DIR):
+        if (nested / LOCK_FILE).is_file():
+            found += Manifest(nested).owned_files()
+    unique = sorted({p.resolve(): p for p in found}.values())
+    return [p for p in unique if p.is_file() or p.is_symlink()]
+
+
+def _legacy_run_files(out: Path, record: RunRecord) -> list[Path]:
+    """``run_files`` of a run written before manifests: named by its record."""
+    found = [out / CONFIG_FILE, out / METRICS_FILE]
     found += _episode_logs(out / "events", record.episodes)
     warm = _warmup_episodes(out, record.run_id)
     if warm is not None:
         found += [*_episode_logs(out / WARMUP_DIR / "events", warm), out / WARMUP_DIR / RUN_FILE]
-    found += [out / "report" / name for name in REPORT_FILES]
     cache = out / CACHE_FILE
     if cache.is_file() and is_cache_file(cache):
         found += [cache, cache.with_name(f"{CACHE_FILE}-wal"), cache.with_name(f"{CACHE_FILE}-shm")]
@@ -452,7 +466,7 @@ def run_files(out: Path, record: RunRecord) -> list[Path]:
         and _is_store(own)
     ):
         found += [own, own.with_name(f"{STORE_FILE}-wal"), own.with_name(f"{STORE_FILE}-shm")]
-    return [p for p in found if p.is_file() or p.is_symlink()]
+    return found
 
 
 def _discard(out: Path, files: list[Path]) -> None:
@@ -460,6 +474,7 @@ def _discard(out: Path, files: list[Path]) -> None:
     try:
         for path in files:
             path.unlink(missing_ok=True)
+            record_removed(path)
     except OSError as exc:
         raise OutputError(f"--restart cannot remove {path}: {exc.strerror or exc}") from exc
     for folder in ("events/failed", "events", "warmup/events/failed", "warmup/events", WARMUP_DIR, "report"):
@@ -471,8 +486,13 @@ def write_json(path: Path, payload: Any) -> None:
     """Write JSON atomically (tmp + rename); a full disk is an ``OutputError``, the old file stays."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
+        # recorded first: a .tmp that a kill -9 leaves behind is this command's, not a user's file
+        # that would make the directory's next resume refuse
+        record_writing(tmp)
         tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
+        record_written(path)
+        record_removed(tmp)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
@@ -635,6 +655,12 @@ def claim_run(
     record, placed = plan.record, plan.placed
     try:
         (out / "events").mkdir(parents=True, exist_ok=True)
+        # SQLite files change under the run: recorded as being written (before the store is first
+        # opened, below), whatever their content. -journal: SQLite's rollback journal (e.g. of a
+        # fork's store copy) that a kill mid-write leaves.
+        sqlite = [CACHE_FILE] + ([STORE_FILE] if record.store is not None and record.store.per_run else [])
+        suffixes = ("", "-wal", "-shm", "-journal")
+        record_writing(*(out / f"{name}{suffix}" for name in sqlite for suffix in suffixes))
     except OSError as exc:
         raise OutputError(f"cannot write into --out {out}: {exc.strerror or exc}") from exc
     ranking, embedder = memory_ranking(placed)
@@ -657,6 +683,7 @@ def claim_run(
     dump = yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     try:
         (out / CONFIG_FILE).write_text(dump, encoding="utf-8")
+        record_written(out / CONFIG_FILE)
     except OSError as exc:
         raise OutputError(f"cannot write into --out {out}: {exc.strerror or exc}") from exc
     _CLAIMED[out.resolve()] = record
@@ -692,3 +719,148 @@ def note_warmup(out: Path, config: RunConfig) -> None:
         return
     record.starts[-1].store_records_after_warmup = _store_records(config)
     write_json(out / RUN_FILE, record.model_dump(mode="json"))
+
+
+# -- directories of the other commands --------------------------------------------------------------
+
+CLAIM_FILE = ".fastslow-claim.json"
+"""What a directory claimed by ``claim_directory`` is: the command's kind and the key of its work."""
+
+
+def _relation(out: Path, parent: Path) -> str | None:
+    """How ``out`` sits against a run directory it must not write into, or None when apart."""
+    mine, theirs = out.resolve(), parent.resolve()
+    if mine == theirs:
+        return "is"
+    if theirs in mine.parents:
+        return "is inside"
+    if mine in theirs.parents:
+        return "holds"
+    return None
+
+
+def refuse_parents(out: Path, parents: tuple[Path, ...]) -> None:
+    """A one-line ``RunDirError`` when ``out`` is, lies inside or holds one of ``parents``: the runs a
+    command reads (a fork's or an attribution's parent) are never written into."""
+    for parent in parents:
+        relation = _relation(out, parent)
+        if relation is not None:
+            raise RunDirError(
+                f"--out {out} {relation} the run {parent} that this command reads: its files are not "
+                "this command's to write; choose another --out"
+            )
+
+
+def foreign_files(out: Path) -> list[str]:
+    """Every file under ``out`` (recursively) that no fastslow command recorded writing, unchanged
+    since: each is judged by the manifest of the claimed directory it lies in (a fork's run inside an
+    attribution by the fork's own), the directories' bookkeeping files aside."""
+    if not out.is_dir():
+        return []
+    found: list[str] = []
+    manifests: dict[Path, tuple[Manifest, dict[str, str | None]]] = {}
+    top = Path(os.path.abspath(out))
+    for path in sorted(out.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        if path.name in BOOKKEEPING or path.name == CLAIM_FILE:
+            continue
+        root = claimed_root(path)
+        if root is None or not (root == top or top in root.parents):
+            root = top
+        if root not in manifests:
+            manifest = Manifest(root)
+            manifests[root] = (manifest, manifest.entries())
+        manifest, entries = manifests[root]
+        if not manifest.owns(path, entries):
+            found.append(str(path.relative_to(out)))
+    return found
+
+
+def _in_use(out: Path) -> str | None:
+    """Who holds ``out``'s lock when another live process does (its lock file's line), else None.
+    A probe that writes nothing: a shared lock taken and dropped at once."""
+    path = out / LOCK_FILE
+    if out.resolve() in _HELD or not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return fh.read().strip() or "another process"
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    except OSError:
+        pass  # unreadable: run_lock, under which the check is made again, says so
+    return None
+
+
+def _read_claim(out: Path) -> dict[str, Any] | None:
+    path = out / CLAIM_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"--out {out}: {path} cannot be read ({exc}); choose another --out") from None
+    if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or "key" not in data:
+        raise RunDirError(f"--out {out}: {path} is not a fastslow claim; choose another --out")
+    return data
+
+
+def check_directory(out: Path, kind: str, key: dict[str, Any], *, parents: tuple[Path, ...] = ()) -> None:
+    """Every refusal of ``claim_directory``, reading only (one line each, ``RunDirError``/``UsageError``):
+    an ``out`` that is a file; that is, lies inside or holds one of ``parents`` (the runs the command
+    reads); that another command's work (``kind``) or the same command with another ``key`` claimed;
+    or that holds a file no fastslow command wrote there (a user's, or one changed since)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    refuse_parents(out, parents)
+    owner = _in_use(out)
+    if owner is not None:  # said first: its files being written are no user's
+        raise RunDirError(f"--out {out} is in use by {owner}: wait for it to finish or choose another --out")
+    claim = _read_claim(out)
+    if claim is not None and claim["kind"] != kind:
+        raise RunDirError(
+            f"--out {out} holds a `{claim['kind']}` directory, not `{kind}`: choose another --out"
+        )
+    stored = json.loads(json.dumps(key))  # as the claim file holds it (tuples are lists there)
+    if claim is not None and claim["key"] != stored:
+        diff = _first_difference(claim["key"], stored)
+        raise RunDirError(
+            f"--out {out} holds the {kind} of other settings ({diff}): resuming it would mix the two; "
+            "choose another --out"
+        )
+    foreign = foreign_files(out)
+    if foreign:
+        more = f" (+{len(foreign) - 3} more)" if len(foreign) > 3 else ""
+        raise RunDirError(
+            f"--out {out} holds {', '.join(foreign[:3])}{more}, which no fastslow {kind} wrote: fastslow "
+            "writes only into an empty directory or its own; choose another --out"
+        )
+
+
+@contextmanager
+def claim_directory(
+    out: Path, kind: str, key: dict[str, Any], *, parents: tuple[Path, ...] = ()
+) -> Iterator[Path]:
+    """Claim ``out`` for one command's work (``attribute``, ``data gold``, ...): the one path every
+    command that writes a directory takes, as ``claim_run`` is for runs.
+
+    Refusals first, reading only (``check_directory``); then ``out`` is created and locked
+    (``run_lock``: a second process is refused while this one lives, and the kernel drops the lock
+    when it dies), checked again under the lock, and its ``CLAIM_FILE`` names ``kind`` and ``key``, so
+    a later command with another key is refused rather than mixing its work with this one's. Files
+    written inside are recorded by ``write_json``, ``JsonlWriter`` and ``fastslow.manifest``'s record
+    functions: a rerun with the same key resumes over them; nothing else in ``out`` is ever written
+    over or deleted."""
+    check_directory(out, kind, key, parents=parents)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out} cannot be created: {exc.strerror or exc}") from exc
+    with run_lock(out):
+        check_directory(out, kind, key, parents=parents)
+        payload = {"format": 1, "kind": kind, "key": json.loads(json.dumps(key))}
+        write_json(out / CLAIM_FILE, payload)
+        yield out

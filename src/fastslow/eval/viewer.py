@@ -23,7 +23,7 @@ from fastslow.env.semantics import FOCUS, SUCCESS_SCORE
 from fastslow.env.tasks import all_tasks
 from fastslow.errors import CorruptLogError
 from fastslow.eval.rundir import RunRecord
-from fastslow.events import iter_events, parse_event
+from fastslow.events import EpisodeStart, iter_events, log_episode_id, parse_event
 from fastslow.redact import redact_data
 from fastslow.vocab import STEP_SOURCES
 
@@ -31,7 +31,8 @@ OUTCOMES = ("success", "failure", "step_limit", "early_stop", "error", "other", 
 """An episode's outcome for the filters: success (score 100), failure (-100), step limit, early stop,
 environment error; ``other`` for an episode that ended otherwise below 100 (e.g. the agent's own end);
 ``unreadable`` for a log that cannot be read whole (a line that is not an event, bytes that are not
-UTF-8, a last line cut off) and ``unfinished`` for one without an episode end (``episode_entry``)."""
+UTF-8, a last line cut off, a file that is not one episode: ``events.iter_events``) and ``unfinished``
+for one without an episode end (``episode_entry``)."""
 
 MECHANISMS: dict[str, str] = {
     "sage": "Sage was called",
@@ -152,8 +153,9 @@ def episode_entry(path: Path) -> dict[str, Any]:
 def log_problem(path: Path) -> tuple[str, str] | None:
     """Why the log at ``path`` cannot be shown whole: (mark, one-line reason); None when it can.
 
-    ``unreadable``: a line that is not an event or bytes that are not UTF-8 (``CorruptLogError``'s
-    message), a file that cannot be opened, a last line cut off, no ``episode_start``;
+    ``unreadable``: a line that is not an event, bytes that are not UTF-8 or a file that is not one
+    episode (``CorruptLogError``'s message), a file that cannot be opened, a last line cut off, no
+    ``episode_start``;
     ``unfinished``: whole lines but no ``episode_end`` (the episode was stopped, or is being played)."""
     kinds: dict[str, int] = {}
     try:
@@ -192,19 +194,22 @@ def _cut_off(path: Path) -> bool:
 
 
 def _marked(path: Path, outcome: str, problem: str) -> dict[str, Any]:
-    """A list entry for a log ``index_episode`` cannot summarise: ids from its header when its first
-    line is a readable header, the rest empty, and ``problem``."""
+    """A list entry for a log ``index_episode`` cannot summarise: its id is the file's
+    (``events.log_episode_id``), the rest from its header when its first line is a readable header of
+    that episode, else empty, and ``problem``."""
     header: dict[str, Any] = {}
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             first = parse_event(fh.readline())
-        if first.event == "episode_start":
+        # Another episode's header (a log copied over this one) would list the file as that episode:
+        # two entries of one id, the other's opening in its place.
+        if isinstance(first, EpisodeStart) and first.episode_id == log_episode_id(path):
             header = first.model_dump(mode="json")
     except (OSError, ValueError):
         pass
     task = _TASKS.get(header.get("task_id", -1))
     return {
-        "id": header.get("episode_id", path.stem),
+        "id": log_episode_id(path),
         "file": path.name,
         "task_id": header.get("task_id"),
         "task_name": header.get("task_name", ""),
@@ -346,9 +351,11 @@ def viewer_assets() -> dict[str, str]:
 
 
 def viewer_boot(embedded: dict[str, Any] | None) -> str:
-    """The page's data element content: the filter vocabulary and, for a static page, its data."""
+    """The page's data element content: the filter vocabulary and, for a static page, its data, with
+    every secret masked (``fastslow.redact.redact_data``, as the live viewer's answers are): a page is
+    shared, and logs written before the event writer redacted may still quote a password."""
     config = {"mechanisms": MECHANISMS, "outcomes": list(OUTCOMES), "sources": list(STEP_SOURCES)}
-    return script_json({"config": config, "embedded": embedded})
+    return script_json({"config": config, "embedded": redact_data(embedded)})
 
 
 def page(embedded: dict[str, Any] | None = None) -> str:
@@ -356,6 +363,6 @@ def page(embedded: dict[str, Any] | None = None) -> str:
     "episodes": {i: [...]}, "details": {"i/episode_id": {...}}}``); None: the page reads the JSON API of
     the server that sent it (``fastslow view``)."""
     parts = viewer_assets()
-    data = viewer_boot(redact_data(embedded))  # a report is shared: no password goes into it
+    data = viewer_boot(embedded)
     html = parts["html"].replace("/*STYLE*/", parts["css"]).replace("/*DATA*/", data)
     return html.replace("/*SCRIPT*/", parts["js"])

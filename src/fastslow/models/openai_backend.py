@@ -45,6 +45,7 @@ from fastslow.models.base import (
 )
 from fastslow.models.config import ConstraintFormat, ModelConfig
 from fastslow.models.constraint import Choice, Constraint, ConstraintError, Grammar, Regex, to_gbnf
+from fastslow.redact import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -230,8 +231,8 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, NotACompletionError):
         return str(exc)
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
-    return f"{type(exc).__name__}: {exc}"
+        return redact_text(f"HTTP {exc.status_code}: {exc.message}")
+    return redact_text(f"{type(exc).__name__}: {exc}")  # a client error may quote the request's URL
 
 
 class OpenAIChatModel:
@@ -251,6 +252,9 @@ class OpenAIChatModel:
                 )
         self.model = cfg.model
         self.cfg = cfg
+        # The server as errors and log lines name it: base_url without its password, if it has one (an
+        # error becomes an event field, a console line, a report's data).
+        self.where = redact_text(cfg.base_url)
         self._client = openai.OpenAI(
             base_url=cfg.base_url, api_key=api_key, timeout=cfg.timeout_s, max_retries=0
         )
@@ -302,7 +306,7 @@ class OpenAIChatModel:
                 text, prompt_tokens, completion_tokens = parse_chat_completion(raw.text)
                 break
             except (openai.OpenAIError, NotACompletionError) as exc:
-                failed = f"{cfg.base_url} ({self.model}) failed after {attempt} attempt(s)"
+                failed = f"{self.where} ({self.model}) failed after {attempt} attempt(s)"
                 if not _is_retryable(exc) or attempt == attempts:
                     raise ModelCallError(f"{failed}: {_describe(exc)}", attempts=attempt) from exc
                 delay = cfg.backoff_s * 2 ** (attempt - 1)
@@ -319,7 +323,7 @@ class OpenAIChatModel:
                 # would repeat on every call while a server is down (models.breaker speaks for that).
                 log.info(
                     "model call to %s: attempt %d/%d failed (%s); retrying in %.2f s",
-                    cfg.base_url,
+                    self.where,
                     attempt,
                     attempts,
                     _describe(exc),
@@ -347,14 +351,14 @@ class OpenAIChatModel:
     def check_available(self) -> None:
         """List the server's models with a short timeout; fail in one line if the server is not there or
         answers something that is not a model list (a web page, another API)."""
-        url = f"{self.cfg.base_url.rstrip('/')}/models"
+        url = f"{self.where.rstrip('/')}/models"
         client = self._client.with_options(timeout=min(CHECK_TIMEOUT_S, self.cfg.timeout_s), max_retries=0)
         try:
             raw = client.models.with_raw_response.list()
             listed = _parse_body(raw.text, _ModelList, "a model list")
         except openai.OpenAIError as exc:
             raise ModelUnavailableError(
-                f"model server {self.cfg.base_url} is not answering ({_describe(exc)}); "
+                f"model server {self.where} is not answering ({_describe(exc)}); "
                 "start it or point model.base_url at one"
             ) from exc
         except NotACompletionError as exc:
@@ -364,14 +368,14 @@ class OpenAIChatModel:
         served = [m.id for m in listed.data]
         if self.model not in served:
             # llama.cpp and some proxies answer for any model name, so this is only worth a warning.
-            log.warning("%s does not list model %s (it lists %s)", self.cfg.base_url, self.model, served[:5])
+            log.warning("%s does not list model %s (it lists %s)", self.where, self.model, served[:5])
 
     def check_constraints(self) -> None:
         """One constrained probe in the configured form (``base.probe_constraints``): one attempt, at most
         ``PROBE_TIMEOUT_S``. A server that refuses it (an HTTP error) or ignores it (an answer outside the
         probe's choice) fails in one line, as does ``constraint_format: none``."""
         fmt = self.cfg.constraint_format
-        where = f"model server {self.cfg.base_url} ({self.model})"
+        where = f"model server {self.where} ({self.model})"
         hint = "; set model.constraint_format to the form the server speaks (docs/models.md)"
         if fmt == "none":
             raise ModelUnavailableError(

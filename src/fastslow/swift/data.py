@@ -36,6 +36,7 @@ from fastslow.env.tasks import Split, all_tasks, get_task
 from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError, UsageError
 from fastslow.events import EndState
+from fastslow.manifest import record_removed, record_writing, record_written
 
 MANIFEST = "manifest.json"
 HISTORY_TURNS = 10
@@ -180,10 +181,13 @@ def _work(out: str, task_id: int, variation: int, simplification: str) -> tuple[
         return task_id, variation, -1, False
     target = episode_file(Path(out), task_id, variation)
     tmp = target.with_name(target.name + ".tmp")
+    record_writing(tmp)  # the dataset directory's own, even if this process dies mid-write
     with gzip.open(tmp, "wt", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, separators=(",", ":")) + "\n")
     os.replace(tmp, target)
+    record_removed(tmp)
+    record_written(target)
     return task_id, variation, len(rows), rewritten
 
 
@@ -258,6 +262,7 @@ def write_manifest(out: Path, split: str, per_task: int, simplification: str) ->
         **count_examples(out),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    record_written(out / MANIFEST)
     return manifest
 
 

@@ -59,6 +59,13 @@ CREATE TABLE IF NOT EXISTS slice_terms (token TEXT PRIMARY KEY, n INTEGER NOT NU
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (body, meta, scoped, tokenize = 'unicode61');
 """
 _TABLES = ("memories", "memories_fts", "slice_terms")
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "memories": ("rid", "id", "task", "tag", "created", "data"),
+    "memories_fts": ("body", "meta", "scoped"),
+    "slice_terms": ("token", "n"),
+}
+"""The columns each of fastslow's tables must have for a file to be taken as a store (``vec`` and
+``vec_model`` are not among them: a writable open adds them to a file written before they existed)."""
 # Columns added after the first stores were written; a writable open adds them to an older file.
 _VECTOR_COLUMNS = (("vec", "BLOB"), ("vec_model", "TEXT"))
 
@@ -87,7 +94,9 @@ def _connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
 
 
 def _refuse_foreign(path: Path, db: sqlite3.Connection, required: Sequence[str]) -> None:
-    """``MemoryStoreError`` when the database lacks one of the ``required`` tables, or is not SQLite."""
+    """``MemoryStoreError`` when the database lacks one of the ``required`` tables, when one of
+    fastslow's tables it has lacks a column a store has (``_COLUMNS``), or when it is not SQLite.
+    Reads only."""
     try:
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:
@@ -97,12 +106,25 @@ def _refuse_foreign(path: Path, db: sqlite3.Connection, required: Sequence[str])
     missing = [t for t in required if t not in names]
     if missing:
         raise MemoryStoreError(f"{path} is not a fastslow memory store (no {missing[0]} table)")
+    # A table of the same name is not enough: someone else's "memories" table would otherwise pass,
+    # and the writable open would switch the file to WAL before its first CREATE INDEX failed.
+    for table in (t for t in _TABLES if t in names):
+        try:
+            have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"{path} is not a fastslow memory store ({table}: {describe(exc)})") from exc
+        absent = [c for c in _COLUMNS[table] if c not in have]
+        if absent:
+            raise MemoryStoreError(
+                f"{path} is not a fastslow memory store (its {table} table has no {absent[0]} column)"
+            )
 
 
 def check_store_file(path: str | Path, busy_timeout_s: float = 60.0, count: bool = True) -> int:
     """The records in ``path`` (0 for a missing or empty file, or a database without tables: these may
     become a store); ``MemoryStoreError`` when it is a file fastslow must not write a store into: not
-    SQLite, or an SQLite database with tables but no ``memories`` table (someone else's data). Reads
+    SQLite, or an SQLite database with tables but no ``memories`` table, or whose ``memories`` (or
+    ``memories_fts``, ``slice_terms``) table lacks a column of a store's (someone else's data). Reads
     only: not a byte of the file changes. ``count=False`` skips the count (and returns 0)."""
     path = Path(path)
     if path.exists() and not path.is_file():

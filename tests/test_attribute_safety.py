@@ -1,0 +1,300 @@
+"""`fastslow attribute` as safe as `eval` (issue 49): its --out is claimed like a run directory (a user's
+file, the parent run, another attribution's work and a live attribute are refused before anything is
+written), its workers and their JVMs die with it (kill -9), an unfinished fork is replayed from
+scratch on resume, and Ctrl-C of `attribute` and `eval` is one line and exit 130.
+
+Every case drives the real command line (subprocesses, real ScienceWorld) on one short parent run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fastslow.events import EpisodeEnd, EpisodeStart, read_events
+
+FASTSLOW = [sys.executable, "-m", "fastslow.cli"]
+PARENT = ["--config", "swift-srm", "--set", "dev", "--tasks", "13", "--limit-per-task", "1"]
+# the first dev variation of boil: the packaged Swift's Gate-1 drops at steps 5 and 18 in 20 steps with
+# a loop window of 10 (as tests/test_fork.py pins it), so two points, four forks of a few seconds each
+PARENT += ["-o", "swift.loop_window=10"]
+ATTRIBUTE = ["--mechanism", "gate-drop", "--limit", "2"]
+
+
+def fastslow(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FASTSLOW, *args], capture_output=True, text=True, timeout=600)
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """The command failed with exit 2 and one stderr line holding every fragment."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    flat = " ".join(lines[0].split())
+    for fragment in fragments:
+        assert fragment in flat, flat
+    return flat
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    """Every file under ``out`` and its bytes."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("parent") / "run"
+    proc = fastslow("eval", *PARENT, "-o", "env.step_limit=20", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def clean(parent: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The attribution the interrupted ones must end equal to: one run, never stopped."""
+    out = tmp_path_factory.mktemp("clean") / "attr"
+    proc = fastslow("attribute", str(parent), *ATTRIBUTE, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads((out / "attribution.json").read_text())
+    assert payload["sampled"] == payload["tried"] == 2
+    return out
+
+
+def result(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "attribution.json").read_text())
+    return data
+
+
+def fork_logs(out: Path) -> list[Path]:
+    return sorted(out.glob("forks/*/*/events/*.jsonl"))
+
+
+# -- --out: refused before anything is written --------------------------------------------------------
+
+
+def test_a_user_file_in_out_is_refused_and_kept(parent: Path, tmp_path: Path) -> None:
+    """Before: the user's attribution.json was overwritten, exit 0."""
+    out = tmp_path / "ub"
+    out.mkdir()
+    (out / "attribution.json").write_text('{"my":1}\n')
+    proc = fastslow("attribute", str(parent), "--mechanism", "gate-drop", "--limit", "1", "--out", str(out))
+    one_error_line(proc, "attribution.json", "which no fastslow attribute wrote", "choose another --out")
+    assert snapshot(out) == {"attribution.json": b'{"my":1}\n'}
+
+
+def test_the_parent_run_is_never_the_out(parent: Path) -> None:
+    """Before: --out PARENT wrote attribution.json and forks/ into the parent run."""
+    before = snapshot(parent)
+    for out, relation in ((parent, "is"), (parent / "sub", "is inside"), (parent.parent, "holds")):
+        proc = fastslow("attribute", str(parent), *ATTRIBUTE, "--out", str(out))
+        one_error_line(proc, f"--out {out} {relation} the run {parent}")
+    assert snapshot(parent) == before
+    assert not (parent / "sub").exists()
+
+
+def test_a_fork_file_no_attribute_wrote_is_refused_with_one_line(
+    parent: Path, clean: Path, tmp_path: Path
+) -> None:
+    """Before: a foreign forks/.../metrics.json ended in a traceback."""
+    out = tmp_path / "foreign"
+    control = out / "forks" / "13-0004-at006" / "control"
+    control.mkdir(parents=True)
+    (control / "metrics.json").write_text("{}\n")
+    proc = fastslow("attribute", str(parent), *ATTRIBUTE, "--out", str(out))
+    one_error_line(proc, "forks/13-0004-at006/control/metrics.json", "which no fastslow attribute wrote")
+    assert snapshot(out) == {"forks/13-0004-at006/control/metrics.json": b"{}\n"}
+    # a finished attribution whose fork metrics someone edited: no longer what the fork wrote
+    edited = tmp_path / "edited"
+    shutil.copytree(clean, edited)
+    metrics = next(edited.glob("forks/*/off/metrics.json"))
+    metrics.write_text(metrics.read_text().replace('"episodes": 1', '"episodes": 2'))
+    before = snapshot(edited)
+    proc = fastslow("attribute", str(parent), *ATTRIBUTE, "--out", str(edited))
+    one_error_line(proc, str(metrics.relative_to(edited)), "which no fastslow attribute wrote")
+    assert snapshot(edited) == before
+
+
+def test_another_parent_or_key_into_the_same_out_is_refused(
+    parent: Path, clean: Path, tmp_path: Path
+) -> None:
+    """Before: `attribute PAR2 --out DIR_OF_PAR` reported PAR's forks as PAR2's, exit 0."""
+    other = tmp_path / "par2"  # the same episode under another step limit: another run, another config
+    proc = fastslow("eval", *PARENT, "-o", "env.step_limit=19", "--out", str(other))
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "attr"
+    shutil.copytree(clean, out)
+    before = snapshot(out)
+    claimed = json.loads((out / ".fastslow-claim.json").read_text())
+    assert claimed["kind"] == "attribute"
+    assert set(claimed["key"]) == {"run_id", "config_hash", "mechanism", "seed", "limit"}
+    one_error_line(
+        fastslow("attribute", str(other), *ATTRIBUTE, "--out", str(out)),
+        "holds the attribute of other settings (run_id:",
+    )
+    for changed, what in (
+        (["--mechanism", "gate-drop", "--limit", "1"], "limit: 2 -> 1"),
+        ([*ATTRIBUTE, "--seed", "1"], "seed: 0 -> 1"),
+        (["--mechanism", "critic", "--limit", "2"], "mechanism: 'gate-drop' -> 'critic'"),
+    ):
+        one_error_line(fastslow("attribute", str(parent), *changed, "--out", str(out)), what)
+    assert snapshot(out) == before
+    # the same command resumes: every fork read back, the same result
+    again = fastslow("attribute", str(parent), *ATTRIBUTE, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert result(out) == result(clean)
+    # nothing rewritten but the bookkeeping (the lock's holder, the manifest's new lines)
+    assert {k: v for k, v in snapshot(out).items() if not Path(k).name.startswith(".")} == {
+        k: v for k, v in before.items() if not Path(k).name.startswith(".")
+    }
+
+
+# -- kill -9 and Ctrl-C: no orphans, a resume equal to a clean run ---------------------------------------
+
+
+def _children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    return children
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (workers and their JVMs)."""
+    children = _children()
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _is_jvm(pid: int) -> bool:
+    try:
+        return b"scienceworld.jar" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone between the listing and the read
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start_playing(
+    args: list[str], logs: Any, new_session: bool = False
+) -> tuple[subprocess.Popen[str], set[int]]:
+    """Start a command with two workers; return it once both have a JVM and a log is being written,
+    with its family of processes then (workers and JVMs)."""
+    proc = subprocess.Popen(
+        [*FASTSLOW, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=new_session,
+    )
+    deadline = time.monotonic() + 180
+    family: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        family = _descendants(proc.pid)
+        if len([p for p in family if _is_jvm(p)]) == 2 and logs():
+            return proc, _descendants(proc.pid)
+        time.sleep(0.2)
+    proc.kill()
+    proc.wait(timeout=60)
+    raise AssertionError(f"no two workers with a JVM each and a log (exit {proc.returncode}): {family}")
+
+
+def _gone_within(family: set[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds  # polled, not slept through
+    while (survivors := [p for p in family if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return survivors
+
+
+def _one_episode_each(out: Path) -> None:
+    """Every fork log holds one whole episode: replayed from scratch, never appended to."""
+    logs = fork_logs(out)
+    assert len(logs) == 4
+    for log in logs:
+        events = read_events(log)
+        assert sum(isinstance(e, EpisodeStart) for e in events) == 1, log
+        assert isinstance(events[-1], EpisodeEnd) and events[-1].end.value != "error", log
+
+
+def test_kill_9_of_attribute_leaves_no_process_and_the_resume_equals_a_clean_run(
+    parent: Path, clean: Path, tmp_path: Path
+) -> None:
+    """Before: the workers and their JVMs ran on (parent PID 1), a resume beside them was not locked
+    out and its fork logs held two episodes each."""
+    out = tmp_path / "attr"
+    args = ["attribute", str(parent), *ATTRIBUTE, "--workers", "2", "--out", str(out)]
+    first, family = _start_playing(args, lambda: fork_logs(out))
+    try:
+        beside = fastslow(*args)
+        one_error_line(beside, "is in use by", f"pid {first.pid}", "wait for it")
+    finally:
+        first.send_signal(signal.SIGKILL)  # only the command: its workers must notice on their own
+        first.wait(timeout=30)
+    survivors = _gone_within(family, 10)
+    assert not survivors, f"alive 10 s after kill -9: {survivors}"
+    unfinished = [p for p in fork_logs(out) if not any(isinstance(e, EpisodeEnd) for e in read_events(p))]
+    assert unfinished, "the kill left no unfinished fork: nothing for the resume to replay"
+    assert not (out / "attribution.json").exists()
+    resumed = fastslow(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert result(out) == result(clean)
+    _one_episode_each(out)
+
+
+def test_ctrl_c_of_attribute_is_one_line_and_stops_its_workers(
+    parent: Path, clean: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT to the terminal's whole process group: the command, its workers, their JVMs).
+    Before: a 222-line traceback."""
+    out = tmp_path / "attr"
+    args = ["attribute", str(parent), *ATTRIBUTE, "--workers", "2", "--out", str(out)]
+    proc, family = _start_playing(args, lambda: fork_logs(out), new_session=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0], err
+    assert "rerun the same command to resume" in " ".join(lines[0].split())
+    survivors = _gone_within(family, 10)
+    assert not survivors, f"alive 10 s after Ctrl-C: {survivors}"
+    resumed = fastslow(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert result(out) == result(clean)
+    _one_episode_each(out)
+
+
+def test_ctrl_c_of_eval_is_one_line_and_stops_its_workers(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["eval", "--config", "oracle", "--set", "dev", "--tasks", "0-9", "--limit-per-task", "1"]
+    args += ["--workers", "2", "--out", str(out)]
+    proc, family = _start_playing(args, lambda: list((out / "events").glob("*.jsonl")), new_session=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0], err
+    survivors = _gone_within(family, 10)
+    assert not survivors, f"alive 10 s after Ctrl-C: {survivors}"
