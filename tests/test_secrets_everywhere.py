@@ -47,7 +47,7 @@ from fastslow.events import (
 from fastslow.models.base import ModelCallError
 from fastslow.models.config import ModelConfig
 from fastslow.models.openai_backend import OpenAIChatModel
-from fastslow.redact import may_hold_secret, redact_data, redact_json, redact_text
+from fastslow.redact import may_hold_secret, redact_argv, redact_data, redact_json, redact_text
 from fastslow.view.server import serve
 from models.loopback_servers import Answer, CannedServer
 
@@ -211,6 +211,24 @@ def test_an_uncaught_exceptions_traceback_is_masked() -> None:
     assert PW not in done.stderr
     assert "Exception in thread" in done.stderr and "OSError: http://u:***@127.0.0.1:9/v1" in done.stderr
     assert "Traceback" in done.stderr and "RuntimeError: cannot reach http://u:***@" in done.stderr
+    # A bug in a command: typer puts its own hook in place, which fastslow's entry point replaces.
+    command = (
+        "import fastslow.cli as cli\n"
+        "@cli.app.command('boom')\n"
+        "def boom() -> None:\n"
+        f"    raise RuntimeError('cannot reach {URL}')\n"
+        "cli.main(['boom'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and PW not in done.stderr
+    assert "RuntimeError: cannot reach http://u:***@127.0.0.1:9/v1" in done.stderr
+
+
+def test_a_url_valued_command_line_option_is_recorded_masked() -> None:
+    """``--ray-address`` is the one URL-valued setting given as an option, not in the config: run.json's
+    command records it through ``redact_argv``."""
+    argv = ["fastslow", "eval", "--ray-address", f"ray://u:{PW}@head:10001", f"--ray-address=ray://u:{PW}@h"]
+    assert redact_argv(argv)[2:] == ["--ray-address", "ray://u:***@head:10001", "--ray-address=ray://u:***@h"]
 
 
 def test_the_consoles_step_lines_are_masked() -> None:
@@ -295,6 +313,7 @@ def test_no_password_of_any_url_setting_leaves_a_run(amm_dsn: tuple[str, str] | 
         "critic.model.model=unlisted",  # the start-up check's warning names the server
         f"critic.model.base_url=http://u:{secrets['critic']}@{base}",
         "amm.retrieval.t1=false",  # T1 would stand in for the forced Sage rounds
+        "amm.retrieval.ranking=bm25",  # no sentence embedder to load: half the run's time
         "env.step_limit=8",
     ]
     if amm_dsn is not None:

@@ -114,6 +114,16 @@ def required_models(config: RunConfig) -> dict[str, ModelConfig]:
     return models
 
 
+def sampled_models(config: RunConfig) -> dict[str, ModelConfig]:
+    """The models of ``required_models`` whose answers a seed can change (``RunConfig.with_seed``):
+    those that sample, at a temperature above 0, and read the seed (a scripted model does not)."""
+    return {
+        role: model
+        for role, model in required_models(config).items()
+        if model.kind != "scripted" and model.temperature > 0
+    }
+
+
 def constrained_models(config: RunConfig) -> dict[str, ModelConfig]:
     """The models of ``required_models`` whose calls pass constraints, by the key that says so
     (``controller.sage.constrain``, ``critic.constrain``)."""

@@ -7,6 +7,7 @@ stderr and exits with code 2 before anything is written.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -38,6 +39,15 @@ app.add_typer(memory_app, name="memory")
 # raise. Styling is given as Text objects or style= instead.
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
+
+
+def out_path(value: str) -> Path:
+    """The parser of every ``--out`` option: the path, refused when empty (``Path("")`` is ``.``, so
+    ``--out ""`` would quietly write into the current folder)."""
+    if not value:
+        raise typer.BadParameter("an empty path (it would mean the current folder; give . for that)")
+    return Path(value)
+
 
 ConfigOpt = Annotated[
     str, typer.Option("--config", "-c", help="Built-in config name or path to a YAML file.")
@@ -79,7 +89,9 @@ def run(
     variation: Annotated[int, typer.Option("--variation", "-v", help="Variation id of the task.")],
     config: ConfigOpt = "oracle",
     override: OverrideOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Directory for the event log.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", parser=out_path, help="Directory for the event log.")
+    ] = None,
 ) -> None:
     """Play one episode with a live view of every step."""
     from fastslow.env.episodes import Episode
@@ -94,7 +106,9 @@ def run(
 
 @app.command("eval")
 def eval_(
-    out: Annotated[Path, typer.Option("--out", help="Output directory (events/, metrics.json).")],
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="Output directory (events/, metrics.json).")
+    ],
     config: ConfigOpt = "oracle",
     set_name: SetOpt = "test",
     tasks: TasksOpt = None,
@@ -153,7 +167,7 @@ def eval_(
 
     Rerunning the same command resumes; a DIR holding another config's run, or files that no fastslow
     run wrote, is refused. Every option is checked before DIR is created or anything is written."""
-    from fastslow.build import check_models
+    from fastslow.build import check_models, sampled_models
     from fastslow.env.episodes import Episode, parse_seeds, select_episodes, with_seeds
     from fastslow.eval.evaluate import (
         check_executor,
@@ -215,6 +229,17 @@ def eval_(
             console.print(f"warm-up: filling the memory store {store.location}")
             done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
             console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
+        if seeds is not None and not sampled_models(cfg):
+            # Not refused: the spread over seeds of such a run is ScienceWorld's own nondeterminism, a
+            # measurement of its own (docs/results.md); but a reader expecting sampling must hear it.
+            err_console.print(
+                f"warning: --seeds: config {cfg.name} has no model that samples (no Sage or Critic at a "
+                "temperature above 0), so the seeds change no decision of the agent: their spread is "
+                "ScienceWorld's own nondeterminism (raise sage.model.temperature to measure sampling)",
+                style="yellow",
+                highlight=False,
+                soft_wrap=True,
+            )
         chosen = [Episode.from_id(i) for i in record.episodes]
         metrics = eval_with_progress(cfg, chosen, out, console, workers, executor, ray_address)
     keys = ("episodes", "mean_score", "mean_score_strict", "success_rate", "steps_at_success")
@@ -232,7 +257,9 @@ def fork(
     at: Annotated[
         int, typer.Option("--at", help="The fork's first own step: steps 1..K-1 replay the parent's actions.")
     ],
-    out: Annotated[Path, typer.Option("--out", help="A new or empty directory for the fork's run.")],
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="A new or empty directory for the fork's run.")
+    ],
     config: Annotated[
         str | None,
         typer.Option("--config", "-c", help="The fork's configuration (default: the parent's, resolved)."),
@@ -275,7 +302,9 @@ def attribute(
     mechanism: Annotated[
         str, typer.Option("--mechanism", help="gate-drop, critic, t1-injection or sage-round.")
     ],
-    out: Annotated[Path, typer.Option("--out", help="Directory for the forks and attribution.json.")],
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="Directory for the forks and attribution.json.")
+    ],
     limit: Annotated[
         int | None, typer.Option("--limit", help="A seeded sample of N events (default: every one).")
     ] = None,
@@ -312,7 +341,9 @@ def attribute(
 @app.command()
 def report(
     dirs: Annotated[list[Path], typer.Argument(help="Finished run directories (with metrics.json).")],
-    out: Annotated[Path | None, typer.Option("--out", help="Report directory (default: DIR/report).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", parser=out_path, help="Report directory (default: DIR/report).")
+    ] = None,
 ) -> None:
     """The paper's tables (markdown + CSV), figures, and an HTML report with a trajectory viewer.
 
@@ -619,7 +650,8 @@ def bench_memory_cmd(
 @data_app.command("tasks")
 def data_tasks(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
 ) -> None:
     """Regenerate the task table (variation splits, oracle lengths, groups) from ScienceWorld."""
@@ -635,7 +667,7 @@ def data_tasks(
 
 @data_app.command("gold")
 def data_gold(
-    out: Annotated[Path, typer.Option("--out", help="Dataset directory (resumable).")],
+    out: Annotated[Path, typer.Option("--out", parser=out_path, help="Dataset directory (resumable).")],
     split: Annotated[str, typer.Option("--split", help="Only train is accepted.")] = "train",
     per_task: Annotated[int, typer.Option("--per-task", help="Train variations per task (0: all).")] = 10,
     tasks: TasksOpt = None,
@@ -669,7 +701,7 @@ def data_gold(
 @data_app.command("dagger")
 def data_dagger(
     gold: Annotated[Path, typer.Option("--gold", help="Gold dataset whose variations are played (train).")],
-    out: Annotated[Path, typer.Option("--out", help="Dataset directory (resumable).")],
+    out: Annotated[Path, typer.Option("--out", parser=out_path, help="Dataset directory (resumable).")],
     config: ConfigOpt = "swift-only",
     override: OverrideOpt = None,
     workers: Annotated[int, typer.Option("--workers", help="Processes, one JVM each.")] = 2,
@@ -694,7 +726,8 @@ def data_dagger(
 @data_app.command("sage-demos")
 def data_sage_demos(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
     tasks: TasksOpt = None,
 ) -> None:
@@ -725,7 +758,8 @@ def _knowledge_target(out: Path | None, default: Path) -> Path:
 @data_app.command("substances")
 def data_substances(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
     tasks: TasksOpt = None,
     per_task: Annotated[int, typer.Option("--per-task", help="Train variations replayed per task.")] = 40,
@@ -752,7 +786,8 @@ def data_substances(
 @data_app.command("paints")
 def data_paints(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
 ) -> None:
     """Read the gold paths of every train variation of the paint tasks into which primaries make which
@@ -771,7 +806,8 @@ def data_paints(
 @data_app.command("circuits")
 def data_circuits(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
 ) -> None:
     """Read the gold paths of every train variation of the power tasks into which power sources are
@@ -790,7 +826,8 @@ def data_circuits(
 @data_app.command("focus-budgets")
 def data_focus_budgets(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write (default: the packaged file).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
     tasks: TasksOpt = None,
     per_task: Annotated[
@@ -861,7 +898,8 @@ def train_swift_cmd(
         ),
     ],
     out: Annotated[
-        Path | None, typer.Option("--out", help="Weights file (default: the packaged model).")
+        Path | None,
+        typer.Option("--out", parser=out_path, help="Weights file (default: the packaged model)."),
     ] = None,
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over the data.")] = 3,
     holdout_every: Annotated[
@@ -954,7 +992,7 @@ def train_swift_rerank_cmd(
         Path,
         typer.Option("--weights", help="Linear weights from `fastslow train swift --holdout-every N`."),
     ],
-    out: Annotated[Path, typer.Option("--out", help="Reranker file to write (JSON).")],
+    out: Annotated[Path, typer.Option("--out", parser=out_path, help="Reranker file to write (JSON).")],
     depth: Annotated[int, typer.Option("--depth", help="Linear top candidates it re-orders.")] = 30,
     rounds: Annotated[int, typer.Option("--rounds", help="Most boosting rounds.")] = 400,
     semantic: Annotated[
@@ -1002,7 +1040,7 @@ def train_swift_memory_cmd(
     store: Annotated[
         str, typer.Option("--store", help="AMM store a warm-up filled (RUN/memory.sqlite, or a DSN).")
     ],
-    out: Annotated[Path, typer.Option("--out", help="Weights file to write (.npz).")],
+    out: Annotated[Path, typer.Option("--out", parser=out_path, help="Weights file to write (.npz).")],
     weights: Annotated[
         Path | None,
         typer.Option("--weights", help="Linear weights to start from (default: the packaged model)."),
@@ -1069,7 +1107,9 @@ def train_swift_memory_cmd(
 def train_swift_t5_cmd(
     data: Annotated[Path, typer.Option("--data", help="Gold dataset directory (`fastslow data gold`).")],
     base: Annotated[Path, typer.Option("--base", help="Local seq2seq checkpoint, e.g. Flan-T5.")],
-    out: Annotated[Path, typer.Option("--out", help="Directory for the fine-tuned checkpoint.")],
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="Directory for the fine-tuned checkpoint.")
+    ],
     max_steps: Annotated[int, typer.Option("--max-steps", help="Stop after N steps (-1 = epochs).")] = -1,
     epochs: Annotated[float, typer.Option("--epochs", help="Passes over the data.")] = 1.0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Per-device batch size.")] = 8,
@@ -1107,6 +1147,9 @@ INTERRUPTED = 130
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-line errors and exit code 2 for bad input, whatever layer detects it; Ctrl-C
     is one line and exit code 130 (the command's workers are stopped on the way out)."""
+    root = logging.getLogger()
+    if not any(isinstance(f, _QuietCtrlC) for f in root.filters):
+        root.addFilter(_QuietCtrlC())
     try:
         result = app(args=argv, standalone_mode=False)
     except (UsageError, ModelUnavailableError, OutputError, CorruptLogError) as exc:
@@ -1120,18 +1163,54 @@ def main(argv: list[str] | None = None) -> None:
             _interrupted(argv)
         _fail("aborted", INTERRUPTED)
     except FastslowError as exc:
+        if _by_ctrl_c(exc):
+            _interrupted(argv)
         _fail(f"{type(exc).__name__}: {exc}", 1)
     except Exception as exc:
+        if _by_ctrl_c(exc):
+            _interrupted(argv)
         # Command-line parsing errors (missing option, bad integer) come from the click layer under
         # typer, whose module path differs between typer versions; they all carry these two members.
         format_message = getattr(exc, "format_message", None)
         if callable(format_message) and isinstance(getattr(exc, "exit_code", None), int):
             _fail(str(format_message()), 2)
+        from fastslow.redact import excepthook
+
+        # A bug's traceback may quote a model server's URL: printed masked, as every line fastslow
+        # writes is (typer's own hook, which app() put in place, would print it whole).
+        sys.excepthook = excepthook
         raise
     if result == INTERRUPTED:  # typer's way of reporting Ctrl-C outside standalone mode: Exit(130)
         _interrupted(argv)
     if isinstance(result, int) and result:
         sys.exit(result)
+
+
+class _QuietCtrlC(logging.Filter):
+    """Drops a record that logs a KeyboardInterrupt (py4j logs Ctrl-C inside a JVM call with its
+    traceback on the root logger), and every record after it: Ctrl-C is under way, what is logged
+    from there on is the noise of its unwinding (the JVM the same Ctrl-C killed), and ``main`` says
+    it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+            logging.disable(logging.CRITICAL)
+            return False
+        return True
+
+
+def _by_ctrl_c(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while Ctrl-C was being handled: py4j 0.10.9 answers a
+    KeyboardInterrupt inside a JVM call with an AttributeError of its own (``shutdown_socket``), and a
+    JVM that Ctrl-C killed too can surface as an error of the call in flight."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _interrupted(argv: list[str] | None) -> NoReturn:
@@ -1140,6 +1219,7 @@ def _interrupted(argv: list[str] | None) -> NoReturn:
     command = next((a for a in args if not a.startswith("-")), "")
     resume = ": what finished is kept; rerun the same command to resume" if command in RESUMABLE else ""
     err_console.print(f"interrupted (Ctrl-C){resume}", markup=False, highlight=False, soft_wrap=True)
+    logging.disable(logging.CRITICAL)  # the exit closes JVMs that Ctrl-C killed: py4j would log each
     sys.exit(INTERRUPTED)
 
 

@@ -1,4 +1,5 @@
-"""One redaction for every secret a config, an override or a command line can carry.
+"""One redaction for every secret a config, an override or a command line can carry, and for every
+string that leaves a process.
 
 Whatever records or shows a configuration (config.yaml, run.json's overrides and commands, event
 headers, ``config show``, the report, the viewer's answers, console lines) passes it through here, so a
@@ -208,6 +209,9 @@ def wants_secrets(context: Any) -> bool:
 
 
 def _redacting_record_factory(factory: Any) -> Any:
+    # A record factory, not a logging.Filter: a filter sees only its own logger's records (not those of
+    # its children, nor httpx's), and no handler is configured to hang one on (the last-resort handler
+    # prints warnings); the factory sees every record of the process whoever logs it or prints it.
     def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record: logging.LogRecord = factory(*args, **kwargs)
         try:
@@ -231,14 +235,13 @@ def _redacted_traceback(exc_type: type[BaseException], exc: BaseException, tb: T
     return redact_text("".join(traceback.format_exception(exc_type, exc, tb)))
 
 
-def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    if issubclass(exc_type, KeyboardInterrupt):
-        sys.__excepthook__(exc_type, exc, tb)
-        return
+def excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """``sys.excepthook``: Python's own traceback, its secrets masked (``redact_text``)."""
     sys.stderr.write(_redacted_traceback(exc_type, exc, tb))
 
 
 def _thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    # Python's own threading.excepthook, its secrets masked.
     if args.exc_type is SystemExit or args.exc_value is None:
         return
     name = args.thread.name if args.thread is not None else threading.get_ident()
@@ -255,7 +258,7 @@ def install() -> None:
         logging.setLogRecordFactory(_redacting_record_factory(factory))
     # Only Python's own hooks are replaced: one a debugger or a test runner put in place stays.
     if sys.excepthook is sys.__excepthook__:
-        sys.excepthook = _excepthook
+        sys.excepthook = excepthook
     if threading.excepthook is threading.__excepthook__:
         threading.excepthook = _thread_excepthook
 

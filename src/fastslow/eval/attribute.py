@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from fastslow.config import Intervention
-from fastslow.errors import CorruptLogError, RunDirError, UsageError
+from fastslow.errors import CorruptLogError, OutputError, RunDirError, UsageError
 from fastslow.eval.executors import worker_pool
 from fastslow.eval.fork import Parent, fork_episode, read_parent
 from fastslow.eval.metrics import summarize_log
@@ -174,11 +174,15 @@ def _discard(target: Path) -> None:
             f"{target} holds {stray[0].relative_to(target)}, which its fork did not write: the unfinished "
             "fork is not replayed over it; move it away and rerun"
         )
+    removed: list[Path] = []
     try:
         for path in files:
             path.unlink()
+            removed.append(path)
+    except OSError as exc:
+        raise OutputError(f"cannot remove {path} to replay its fork: {exc.strerror or exc}") from None
     finally:
-        manifest.removed(*files)
+        manifest.removed(*removed)  # what is gone is no longer the fork's; what stays still is
     for folder in sorted((p for p in target.rglob("*") if p.is_dir()), reverse=True):
         with contextlib.suppress(OSError):  # not empty: it holds what is not the fork's, and stays
             folder.rmdir()
@@ -256,6 +260,9 @@ def plan_attribution(
         raise UsageError("--workers must be at least 1")
     if limit is not None and limit < 1:
         raise UsageError("--limit must be at least 1")
+    # The bootstrap's numpy generator takes no negative seed: refused here, not after every fork.
+    if not 0 <= seed < 2**32:
+        raise UsageError(f"--seed must be 0 to {2**32 - 1}, got {seed}")
     if not (run / "events").is_dir():
         raise UsageError(f"{run} is not a run directory (no events/)")
     record = read_run_record(run)

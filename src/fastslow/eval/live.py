@@ -118,15 +118,9 @@ class StepPrinter:
 
     def emit(self, event: Event) -> None:
         if isinstance(event, EpisodeStart):
+            title = f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}"
             # Text, not a str: a rule's str title is read as markup, and names and errors are not.
-            self.console.rule(
-                Text(
-                    _clip(
-                        f"task {event.task_id} {event.task_name} · variation {event.variation} · {event.split}",
-                        self._width - 4,
-                    )
-                )
-            )
+            self.console.rule(Text(_clip(title, self._width - 4)))
             self.console.print(_clip(event.task_description, 400), style="dim", markup=False, highlight=False)
             a = self._action_width
             source = f"{'source':<{SOURCE_WIDTH}}"
@@ -202,15 +196,10 @@ class StepPrinter:
             self._note("memory", "dim", f"{event.trigger} fallback{where}: {event.reason}")
         elif isinstance(event, EpisodeEnd):
             error = f" · {event.error}" if event.error else ""
-            self.console.rule(
-                Text(
-                    _clip(
-                        f"{event.end.value} · score {event.final_score} · {event.steps} steps · "
-                        f"{event.wall_s:.1f}s{error}",
-                        self._width - 4,
-                    )
-                )
+            title = (
+                f"{event.end.value} · score {event.final_score} · {event.steps} steps · {event.wall_s:.1f}s"
             )
+            self.console.rule(Text(_clip(title + error, self._width - 4)))
 
     def _env_step(self, event: EnvStep) -> None:
         a = self._action_width

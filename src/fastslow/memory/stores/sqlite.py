@@ -112,7 +112,9 @@ def _refuse_foreign(path: Path, db: sqlite3.Connection, required: Sequence[str])
         try:
             have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         except sqlite3.Error as exc:
-            raise MemoryStoreError(f"{path} is not a fastslow memory store ({table}: {describe(exc)})") from exc
+            raise MemoryStoreError(
+                f"{path} is not a fastslow memory store ({table}: {describe(exc)})"
+            ) from exc
         absent = [c for c in _COLUMNS[table] if c not in have]
         if absent:
             raise MemoryStoreError(
