@@ -675,6 +675,7 @@ def data_gold(
 ) -> None:
     """Replay gold paths of train variations into a Swift imitation dataset (gzipped JSONL)."""
     from fastslow.env.episodes import parse_int_ranges
+    from fastslow.eval.evaluate import check_workers
     from fastslow.eval.rundir import claim_directory
     from fastslow.swift.data import build_gold
 
@@ -683,6 +684,7 @@ def data_gold(
         raise UsageError(f"only the train split may become training data (got '{split}')")
     if per_task < 0:
         raise UsageError(f"--per-task must be 0 (all) or more (got {per_task})")
+    check_workers(workers)
     key = {"split": split, "per_task": per_task, "tasks": sorted(task_ids) if task_ids else None}
     with claim_directory(out, "data gold", key):
         summary = build_gold(
@@ -709,9 +711,11 @@ def data_dagger(
     """Play a configuration on the gold dataset's train variations and label the states it reaches with
     the gold path's next step (DAgger; docs/swift.md 2d)."""
     from fastslow.eval.dagger import build_dagger, check_gold
+    from fastslow.eval.evaluate import check_workers
     from fastslow.eval.rundir import claim_directory, config_hash
 
     cfg = _config(config, override)
+    check_workers(workers)
     check_gold(gold)
     key = {"gold": str(gold.resolve()), "config": cfg.name, "config_hash": config_hash(cfg)}
     with claim_directory(out, "data dagger", key, parents=(gold,)):

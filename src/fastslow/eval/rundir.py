@@ -13,13 +13,18 @@ git commit) - and its episode selection. ``claim_run`` checks that identity befo
   ``restart`` included, with a message that suggests no deleting flag: fastslow cannot tell what in it
   is whose.
 
-``restart`` deletes only what the run recorded in ``run.json`` wrote (``run_files``): the event logs of
-its episodes (and their attempts kept in ``events/failed/``), the warm-up's logs listed in
-``warmup/run.json``, ``metrics.json``, ``config.yaml``, ``run.json``, the files ``fastslow report``
-writes into ``report/``, the response cache ``model_cache.sqlite``, and the per-run store
-``memory.sqlite`` when ``run.json`` names it per-run and it is a fastslow store. Any other file in DIR,
-inside ``events/`` included, stays. ``check_claim`` makes every refusal without writing or locking
-anything, so a refused command leaves DIR as it found it.
+``restart`` deletes only what the run's commands recorded writing (``run_files``; the manifest of
+``fastslow.manifest``: every file written into a claimed directory, with its sha256): its event logs
+(and their attempts kept in ``events/failed/``), the warm-up's logs, ``metrics.json``, ``config.yaml``,
+``run.json``, the per-run store and response cache, and the files ``fastslow report`` recorded in
+``report/``, each only while it is still what was written. A file's name proves nothing: any other
+file in DIR, a user's ``report/report.md`` or a log the user edited included, stays. ``check_claim``
+makes every refusal without writing or locking anything, so a refused command leaves DIR as it found
+it.
+
+The other commands that write a directory (``attribute``, ``data gold``, ``data dagger``) take it with
+``claim_directory``: the same lock and manifest, a claim file naming the command and the key of its
+work, and refusals of foreign files, of the run the command reads and of another key.
 
 A lock file (``.fastslow.lock``, an ``flock`` the kernel drops when its owner dies, however it dies)
 keeps a second process out of a directory in use; the lock is re-entrant within one process, so the

@@ -1,0 +1,210 @@
+"""TextWorldExpress's semantics: what its actions and observations mean, for any module that asks.
+
+The TWX counterpart of ``fastslow.env.semantics`` (ScienceWorld's), the start of the ``WorldSemantics``
+seam: verbs, the objects of an action, normalising an action, the location and exits of a look, the
+items of an inventory, feedback classes. Stdlib only, pure functions of strings (no JVM). The strings
+were read from real TWX 1.1.0 observations of all eight games (train and dev seeds, gold and random
+play) and from the server's message table; the tests check them on live observations.
+
+**Actions.** TWX accepts exactly the strings of its valid-action list, case included ("examine TV
+stand"; "open the fridge" or "OPEN FRIDGE" are unknown). ``normalize`` is the comparison form (lower
+case, no punctuation or articles, single spaces); ``to_valid`` maps a model's text back to the valid
+action it names. Every valid action is ``<verb> [<object> [in <object>]]``: "take 13 pears", "put clean
+blue socks in chest of drawers", "cook red potato in oven", "open door to east", "move north"; Simon
+says' gestures ("jump up and down", "meow like a cat") are verbs with no object.
+
+**Feedback.** ``classify_feedback`` puts an observation in one ``Feedback`` class, first match wins:
+
+1. ``invalid``: TWX's parser knows no such action ("Unknown action: I'm not sure what you mean.",
+   "That is not a command that I recognize.").
+2. ``failure``: a refusal ("You can't move there, the door is closed.", "Your inventory currently has 2
+   items, and is full.  You can't pick up another item.", "You are unable to prepare the meal right
+   now.") or Simon says' "Incorrect!" (which also fails the task).
+3. ``no_effect``: understood, nothing to do ("That is already open.", "That is already closed.").
+4. ``ok``: anything else. As in ScienceWorld the text of a step that failed the task can read as
+   success ("You put the 6 papayas in the box.", "You eat the flour.  It is delicious."): the score and
+   ``EndState`` say whether it ended the task, not the text.
+
+TWX has no ambiguity prompt (actions are exact strings), so ScienceWorld's ``ambiguous`` and
+``cancelled`` never occur; ``Feedback`` keeps ScienceWorld's values for the classes both worlds share.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from functools import lru_cache
+
+# -- scores --------------------------------------------------------------------------------------------
+SUCCESS_SCORE = 100
+"""``StepResult.score`` of a won episode (TWX's ``tasksuccess``)."""
+FAILURE_SCORE = -100
+"""``StepResult.score`` once TWX's ``taskfailure`` is set: ScienceWorld's failure score, so the metrics'
+two conventions read both worlds alike (``benchmark.yaml``'s ``scoring``)."""
+
+# -- verbs -----------------------------------------------------------------------------------------------
+MOVE = "move"
+"""The navigation verb: "move north|south|east|west" (no teleport in TWX)."""
+DIRECTIONS = ("north", "south", "east", "west")
+TAKE = "take"
+"""The verb that takes an object into the inventory."""
+PUT = "put"
+OBSERVE_ONLY = frozenset({"look around", "inventory", "task"})
+"""Actions that change nothing and print what the state already carries (mapreader's "task" repeats
+the task description)."""
+GESTURES = frozenset(
+    {
+        "clap your hands",
+        "do a dance",
+        "hop on your left foot",
+        "hop on your right foot",
+        "hop to the left",
+        "jump up and down",
+        "meow like a cat",
+        "quack like a duck",
+        "sit down",
+        "touch your ears",
+        "touch your nose",
+        "turn around in a circle",
+        "wave hello",
+        "wiggle your fingers",
+        "wiggle your toes",
+    }
+)
+"""Simon says' object-less commands (the whole list of TWX 1.1.0's Simon says game): each whole action
+is its verb ("touch your ears" is one, "touch pea" is the verb "touch" and the object "pea")."""
+JOINER = " in "
+"""The one word that joins an action's two objects ("put A in B", "cook A in B")."""
+
+# -- feedback --------------------------------------------------------------------------------------------
+UNKNOWN_ACTION = "Unknown action: I'm not sure what you mean."
+"""TWX's reply to an action that is not in its valid list."""
+NOT_A_COMMAND = "That is not a command that I recognize."
+INCORRECT = "Incorrect!"
+"""Simon says' reply to a wrong command (the task fails with it)."""
+_INVALID = (UNKNOWN_ACTION, NOT_A_COMMAND)
+_REFUSAL = re.compile(r"\bcan't\b|\bunable to\b|\bis full\b")
+_NO_EFFECT = re.compile(r"^That is already (?:open|closed)\.")
+
+
+class Feedback(StrEnum):
+    """What one observation says about the action that produced it (module docstring: the rules). The
+    values are ScienceWorld's (``fastslow.env.semantics.Feedback``) for the same classes."""
+
+    OK = "ok"
+    INVALID = "invalid"
+    FAILURE = "failure"
+    NO_EFFECT = "no_effect"
+
+
+@lru_cache(maxsize=1 << 14)
+def classify_feedback(observation: str) -> Feedback:
+    """The ``Feedback`` class of a TWX observation."""
+    text = observation.strip()
+    if text.startswith(_INVALID):
+        return Feedback.INVALID
+    if text == INCORRECT or _REFUSAL.search(text):
+        return Feedback.FAILURE
+    if _NO_EFFECT.match(text):
+        return Feedback.NO_EFFECT
+    return Feedback.OK
+
+
+# -- action text -----------------------------------------------------------------------------------------
+_ARTICLES = frozenset({"a", "an", "the"})
+_PUNCT = re.compile(r"[\"'`.,;:!?()\[\]{}*“”‘’]")
+
+
+@lru_cache(maxsize=1 << 16)
+def normalize(action: str) -> str:
+    """Comparison form: lower case, no punctuation or articles, single spaces ("Open the Fridge." ->
+    "open fridge"). Not sendable as such: TWX wants the valid action's own case (``to_valid``)."""
+    text = _PUNCT.sub(" ", action.lower())
+    return " ".join(w for w in text.split() if w not in _ARTICLES)
+
+
+def to_valid(action: str, valid_actions: tuple[str, ...] | list[str]) -> str | None:
+    """The valid action ``action`` names in comparison form (``normalize``), None if none does."""
+    if action in valid_actions:
+        return action
+    want = normalize(action)
+    return next((v for v in valid_actions if normalize(v) == want), None)
+
+
+@lru_cache(maxsize=1 << 16)
+def verb_of(action: str) -> str:
+    """The command word(s) of an action, in comparison form: "take", "put", "move", "look around", a
+    whole gesture ("jump up and down"); the verb is a prefix of ``normalize(action)``."""
+    norm = normalize(action)
+    if norm in _NORMALIZED_WHOLE:
+        return norm
+    return norm.split(" ", 1)[0]
+
+
+_NORMALIZED_WHOLE = frozenset(normalize(a) for a in (*GESTURES, *OBSERVE_ONLY))
+
+
+def arguments(action: str) -> list[str]:
+    """The object phrases of an action, as written: "put A in B" -> [A, B], "open door to east" ->
+    ["door to east"], "take 13 pears" -> ["13 pears"]; [] for a move (``direction``), a gesture or an
+    observe-only action."""
+    text = " ".join(action.split())
+    verb = verb_of(text)
+    if verb == MOVE or verb in _NORMALIZED_WHOLE:
+        return []
+    rest = text.split(" ", 1)[1] if " " in text else ""
+    if not rest:
+        return []
+    if verb in (PUT, "cook") and JOINER in rest:
+        first, second = rest.split(JOINER, 1)
+        return [first.strip(), second.strip()]
+    return [rest]
+
+
+def direction(action: str) -> str | None:
+    """The direction of a move ("move north" -> "north"), None for any other action."""
+    words = normalize(action).split()
+    if len(words) == 2 and words[0] == MOVE and words[1] in DIRECTIONS:
+        return words[1]
+    return None
+
+
+# -- observations ----------------------------------------------------------------------------------------
+_LOCATION = re.compile(r"You are in the ([^.]+)\.")
+_EXIT = re.compile(r"To the (North|South|East|West) you see (?:a |an |the )?([^.]+)\.")
+_CAPACITY = re.compile(r"maximum capacity is (\d+) items")
+_ITEM_PREFIXES = ("a ", "an ", "some ")
+
+
+def location(text: str) -> str:
+    """The room a look (or a move's observation) is in: "You are in the kitchen. ..." -> "kitchen";
+    '' when the text names none (Simon says has no rooms)."""
+    match = _LOCATION.search(text)
+    return match.group(1).strip() if match else ""
+
+
+def exits(look: str) -> dict[str, str]:
+    """What a look sees in each direction: {"north": "closed plain door", "west": "corridor"}."""
+    return {d.lower(): what.strip() for d, what in _EXIT.findall(look)}
+
+
+def inventory_items(inventory: str) -> list[str]:
+    """The items of an inventory text, as actions name them ("a clean blue socks" -> "clean blue
+    socks", "13 pears", "some salt" -> "salt"); [] when it is empty."""
+    items = []
+    for line in inventory.splitlines()[1:]:
+        item = line.strip()
+        if not item or item.startswith("Your inventory is currently empty"):
+            continue
+        for prefix in _ITEM_PREFIXES:
+            if item.startswith(prefix):
+                item = item[len(prefix) :]
+                break
+        items.append(item)
+    return items
+
+
+def inventory_capacity(inventory: str) -> int | None:
+    """The inventory's item limit ("Inventory (maximum capacity is 5 items):" -> 5), None if unlimited."""
+    match = _CAPACITY.search(inventory)
+    return int(match.group(1)) if match else None
