@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from fastslow.eval.attribute import mechanism_points
 from fastslow.events import EpisodeEnd, EpisodeStart, read_events
 
 FASTSLOW = [sys.executable, "-m", "fastslow.cli"]
@@ -54,6 +55,8 @@ def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("parent") / "run"
     proc = fastslow("eval", *PARENT, "-o", "env.step_limit=20", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+    points = mechanism_points(out, "gate-drop")
+    assert len(points) >= 2, f"the parent's Gate-1 drops moved ({points}): pick an episode with two"
     return out
 
 
@@ -199,10 +202,10 @@ def _alive(pid: int) -> bool:
 
 
 def _start_playing(
-    args: list[str], logs: Any, new_session: bool = False
+    args: list[str], logs: Any, jvms: int = 2, new_session: bool = False
 ) -> tuple[subprocess.Popen[str], set[int]]:
-    """Start a command with two workers; return it once both have a JVM and a log is being written,
-    with its family of processes then (workers and JVMs)."""
+    """Start a command; return it once ``jvms`` JVMs (one per worker) are up below it and a log is
+    being written, with its family of processes then (workers and JVMs)."""
     proc = subprocess.Popen(
         [*FASTSLOW, *args],
         stdout=subprocess.DEVNULL,
@@ -214,12 +217,27 @@ def _start_playing(
     family: set[int] = set()
     while time.monotonic() < deadline and proc.poll() is None:
         family = _descendants(proc.pid)
-        if len([p for p in family if _is_jvm(p)]) == 2 and logs():
+        if len([p for p in family if _is_jvm(p)]) == jvms and logs():
             return proc, _descendants(proc.pid)
         time.sleep(0.2)
     proc.kill()
     proc.wait(timeout=60)
-    raise AssertionError(f"no two workers with a JVM each and a log (exit {proc.returncode}): {family}")
+    raise AssertionError(f"no {jvms} JVMs and a log below the command (exit {proc.returncode}): {family}")
+
+
+def _ctrl_c(proc: subprocess.Popen[str], family: set[int], *fragments: str) -> None:
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group: the command, its workers,
+    their JVMs): one line holding ``fragments``, exit 130, and no process of the command alive 10 s
+    later."""
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1, err
+    for fragment in ("interrupted (Ctrl-C)", *fragments):
+        assert fragment in " ".join(lines[0].split()), lines[0]
+    survivors = _gone_within(family, 10)
+    assert not survivors, f"alive 10 s after Ctrl-C: {survivors}"
 
 
 def _gone_within(family: set[int], seconds: float) -> list[int]:
@@ -264,37 +282,29 @@ def test_kill_9_of_attribute_leaves_no_process_and_the_resume_equals_a_clean_run
     _one_episode_each(out)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_of_attribute_is_one_line_and_stops_its_workers(
-    parent: Path, clean: Path, tmp_path: Path
+    parent: Path, clean: Path, tmp_path: Path, workers: int
 ) -> None:
-    """Ctrl-C (SIGINT to the terminal's whole process group: the command, its workers, their JVMs).
-    Before: a 222-line traceback."""
+    """Before: with one worker (the command plays the forks itself) a traceback of py4j's answer to a
+    KeyboardInterrupt inside a JVM call, exit 1; with two, no line at all. The resume of the first
+    replays the fork whose JVM the same Ctrl-C killed, as a run never stopped would have played it."""
     out = tmp_path / "attr"
-    args = ["attribute", str(parent), *ATTRIBUTE, "--workers", "2", "--out", str(out)]
-    proc, family = _start_playing(args, lambda: fork_logs(out), new_session=True)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 130, err
-    assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0], err
-    assert "rerun the same command to resume" in " ".join(lines[0].split())
-    survivors = _gone_within(family, 10)
-    assert not survivors, f"alive 10 s after Ctrl-C: {survivors}"
-    resumed = fastslow(*args)
-    assert resumed.returncode == 0, resumed.stderr
-    assert result(out) == result(clean)
-    _one_episode_each(out)
+    args = ["attribute", str(parent), *ATTRIBUTE, "--workers", str(workers), "--out", str(out)]
+    proc, family = _start_playing(args, lambda: fork_logs(out), jvms=workers, new_session=True)
+    _ctrl_c(proc, family, "rerun the same command to resume")
+    if workers == 1:  # (after a pool stopped, the kill -9 test's resume is the same)
+        resumed = fastslow(*args)
+        assert resumed.returncode == 0, resumed.stderr
+        assert result(out) == result(clean)
+        _one_episode_each(out)
 
 
-def test_ctrl_c_of_eval_is_one_line_and_stops_its_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_of_eval_is_one_line_and_stops_its_workers(tmp_path: Path, workers: int) -> None:
     out = tmp_path / "run"
     args = ["eval", "--config", "oracle", "--set", "dev", "--tasks", "0-9", "--limit-per-task", "1"]
-    args += ["--workers", "2", "--out", str(out)]
-    proc, family = _start_playing(args, lambda: list((out / "events").glob("*.jsonl")), new_session=True)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 130, err
-    assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0], err
-    survivors = _gone_within(family, 10)
-    assert not survivors, f"alive 10 s after Ctrl-C: {survivors}"
+    args += ["--workers", str(workers), "--out", str(out)]
+    logs = lambda: list((out / "events").glob("*.jsonl"))  # noqa: E731
+    proc, family = _start_playing(args, logs, jvms=workers, new_session=True)
+    _ctrl_c(proc, family, "rerun the same command to resume")
