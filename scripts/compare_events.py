@@ -7,7 +7,11 @@ without its timing fields (``t``, ``duration_ms``, ``latency_s``, ``latency_ms``
 the episode header, without what names the code rather than the play (``config``, ``git_commit``,
 ``versions``; the resolved config changes when a config section moves). A field written as ``null`` or
 ``false`` counts as absent, so a log written before an optional field existed compares equal to one that
-carries the field at its default. AMM record ids are random, so
+carries the field at its default. The same holds for a header field at any other default the schema
+declares (``fastslow.events.EpisodeStart``, e.g. ``world: scienceworld``, the world of every log written
+before the field existed): a reader fills an absent field with that default, so a header that lacks it
+and one that carries it parse to the same header and compare equal; any other value (``world:
+textworldexpress``) is compared as written. AMM record ids are random, so
 they are compared by order of first appearance (``record_id``, ``ids``). Prints one line per episode
 (``same`` or the first differing event) and a summary; exit 0 when every episode is the same, 1 when
 one differs or exists on one side only, 2 on bad input. ScienceWorld 1.2.3 is not fully deterministic
@@ -51,14 +55,38 @@ def _canonical_ids(events: list[dict[str, Any]]) -> None:
                 event[key] = name(value)
 
 
+def header_defaults() -> dict[str, Any]:
+    """Each ``episode_start`` field's declared default (``fastslow.events.EpisodeStart``): what a reader
+    makes of a header that lacks the field. Fields without one, with a computed one (``t``), and the
+    event's kind (``event``) are left out."""
+    from fastslow.events import EpisodeStart
+
+    return {
+        name: field.default
+        for name, field in EpisodeStart.model_fields.items()
+        if name != "event" and not field.is_required() and field.default_factory is None
+    }
+
+
 def _events(path: Path, ignore: set[str]) -> list[dict[str, Any]]:
+    defaults = header_defaults()
     events = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         event = json.loads(line)
-        drop = ignore | (set(HEADER) if event.get("event") == "episode_start" else set())
-        events.append({k: v for k, v in event.items() if k not in drop and v is not None and v is not False})
+        header = event.get("event") == "episode_start"
+        drop = ignore | (set(HEADER) if header else set())
+        events.append(
+            {
+                k: v
+                for k, v in event.items()
+                if k not in drop
+                and v is not None
+                and v is not False
+                and not (header and k in defaults and v == defaults[k])
+            }
+        )
     _canonical_ids(events)
     return events
 

@@ -209,7 +209,7 @@ def build_swiftsage(
         )
     amm = None
     if config.amm.enabled:
-        amm = Amm(config.amm, store if store is not None else shared_store(config.amm))
+        amm = Amm(config.amm, store if store is not None else shared_store(config.amm), config.env.world)
     procedures = config.procedures.enabled
     modules = Modules(
         srm=srm if srm.enabled else None,

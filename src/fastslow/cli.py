@@ -21,7 +21,11 @@ from fastslow.config import RunConfig, load_config
 from fastslow.errors import CorruptLogError, FastslowError, ModelUnavailableError, OutputError, UsageError
 from fastslow.memory.cli import memory_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Dual-process agents on ScienceWorld.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Dual-process agents on text worlds: ScienceWorld, TextWorldExpress.",
+)
 bench_app = typer.Typer(
     no_args_is_help=True, help="Benchmarks; each ends with one JSON line of headline figures."
 )
@@ -55,8 +59,14 @@ ConfigOpt = Annotated[
 OverrideOpt = Annotated[
     list[str] | None, typer.Option("--override", "-o", help="Dotted override, e.g. -o env.step_limit=100.")
 ]
-SetOpt = Annotated[str, typer.Option("--set", help="Episode set: test, dev, warmup, train, all.")]
-TasksOpt = Annotated[str | None, typer.Option("--tasks", help="Task ids, e.g. 0,3,5-8.")]
+SetOpt = Annotated[
+    str,
+    typer.Option("--set", help="Episode set: test, dev, warmup, train, all (TextWorldExpress: no all)."),
+]
+TasksOpt = Annotated[
+    str | None,
+    typer.Option("--tasks", help="Task ids, e.g. 0,3,5-8 (TextWorldExpress: game ids or names)."),
+]
 VariationsOpt = Annotated[str | None, typer.Option("--variations", help="Variation ids, e.g. 0-2.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit-per-task", help="At most N episodes per task.")]
 
@@ -72,11 +82,14 @@ def episodes(
     variations: VariationsOpt = None,
     limit_per_task: LimitOpt = None,
     count: Annotated[bool, typer.Option("--count", help="Print only the number of episodes.")] = False,
+    world: Annotated[
+        str, typer.Option("--world", help="The world whose episodes: scienceworld or textworldexpress.")
+    ] = "scienceworld",
 ) -> None:
     """Print one `task_id variation` line per episode of a set (or only the count)."""
-    from fastslow.env.episodes import select_episodes
+    from fastslow.env.world import get_world
 
-    selected = select_episodes(set_name, tasks, variations, limit_per_task)
+    selected = get_world(world).select(set_name, tasks, variations, limit_per_task)
     if count:
         print(len(selected))
     else:
@@ -85,7 +98,14 @@ def episodes(
 
 @app.command()
 def run(
-    task: Annotated[str, typer.Option("--task", "-t", help="Task id 0-29, name, or SwiftSage id like 1-1.")],
+    task: Annotated[
+        str,
+        typer.Option(
+            "--task",
+            "-t",
+            help="Task id 0-29, name, or SwiftSage id like 1-1 (TextWorldExpress: game id or name).",
+        ),
+    ],
     variation: Annotated[int, typer.Option("--variation", "-v", help="Variation id of the task.")],
     config: ConfigOpt = "oracle",
     override: OverrideOpt = None,
@@ -93,13 +113,13 @@ def run(
         Path | None, typer.Option("--out", parser=out_path, help="Directory for the event log.")
     ] = None,
 ) -> None:
-    """Play one episode with a live view of every step."""
+    """Play one episode with a live view of every step (in the config's world, ``env.world``)."""
     from fastslow.env.episodes import Episode
-    from fastslow.env.tasks import get_task
+    from fastslow.env.world import get_world
     from fastslow.eval.live import play_one
 
     cfg = _config(config, override)
-    info = get_task(task)
+    info = get_world(cfg.env.world).task(task)
     info.check_variation(variation)
     play_one(cfg, Episode(info.task_id, variation), out, console)
 
@@ -163,12 +183,14 @@ def eval_(
         typer.Option("--extend", help="Add this selection to the run already in DIR (same config)."),
     ] = False,
 ) -> None:
-    """Play a set of episodes and write DIR/events/*.jsonl and DIR/metrics.json.
+    """Play a set of episodes of the config's world (env.world) and write DIR/events/*.jsonl and
+    DIR/metrics.json.
 
     Rerunning the same command resumes; a DIR holding another config's run, or files that no fastslow
     run wrote, is refused. Every option is checked before DIR is created or anything is written."""
     from fastslow.build import check_models, sampled_models
-    from fastslow.env.episodes import Episode, parse_seeds, select_episodes, with_seeds
+    from fastslow.env.episodes import Episode, parse_seeds, with_seeds
+    from fastslow.env.world import get_world
     from fastslow.eval.evaluate import (
         check_executor,
         check_memory_regime,
@@ -181,7 +203,7 @@ def eval_(
     from fastslow.eval.rundir import check_claim, claim_run, run_lock
 
     cfg = _config(config, override)
-    selected = select_episodes(set_name, tasks, variations, limit_per_task)
+    selected = get_world(cfg.env.world).select(set_name, tasks, variations, limit_per_task)
     if seeds is not None:
         selected = with_seeds(selected, parse_seeds(seeds))
     check_executor(workers, executor, ray_address)
@@ -422,15 +444,33 @@ def view(
 @bench_app.command("env")
 def bench_env_cmd(
     tasks: TasksOpt = None,
+    world: Annotated[
+        str, typer.Option("--world", help="scienceworld (default) or textworldexpress.")
+    ] = "scienceworld",
+    steps: Annotated[
+        int | None,
+        typer.Option("--steps", help="TextWorldExpress: random-policy steps through each API (2000)."),
+    ] = None,
 ) -> None:
     """Replay gold paths through the stock wrapper and ours; print steps/s of each and the ratio.
 
-    Runs twice: with no simplification (the full action space, ~2,000-2,900 valid actions per step,
-    where the stock wrapper's per-element copy dominates) - the headline - and with "easy" (the paper's
-    setting, ~800 valid actions, where the JVM's own enumeration is a larger share of each step).
+    ScienceWorld runs twice: with no simplification (the full action space, ~2,000-2,900 valid actions
+    per step, where the stock wrapper's per-element copy dominates) - the headline - and with "easy"
+    (the paper's setting, ~800 valid actions, where the JVM's own enumeration is a larger share of each
+    step). TextWorldExpress (``--world textworldexpress``) plays --steps random valid actions over the
+    benchmark's games through the package's own API and the adapter in lockstep (``bench.twx``).
     """
     from fastslow.bench.env import DEFAULT_TASKS, bench_env
     from fastslow.env.episodes import parse_int_ranges
+    from fastslow.env.world import get_world
+
+    if get_world(world).name == "textworldexpress":
+        if tasks is not None:
+            raise UsageError("--tasks: bench env on TextWorldExpress plays every game of the benchmark")
+        _bench_twx(2000 if steps is None else steps)
+        return
+    if steps is not None:
+        raise UsageError("--steps: bench env on ScienceWorld replays whole gold paths (--tasks chooses them)")
 
     task_ids = tuple(parse_int_ranges(tasks, "task")) if tasks else DEFAULT_TASKS
     heads = {}
@@ -450,6 +490,28 @@ def bench_env_cmd(
         err_console.print(Text.assemble(("mismatch", "red"), f" {line}"))
     print(json.dumps({**heads["none"], "simplification": "none", "easy": heads["easy"]}))
     if mismatches:
+        raise typer.Exit(1)
+
+
+def _bench_twx(steps: int) -> None:
+    """``bench env --world textworldexpress``: the adapter against TWX's own API (``bench.twx``)."""
+    from fastslow.bench.twx import bench_twx
+
+    if steps < 1:
+        raise UsageError(f"--steps must be >= 1, got {steps}")
+    console.print(Text("world: textworldexpress", style="bold"))
+    result = bench_twx(steps, progress=lambda line: console.print("  " + line, highlight=False))
+    head = result.headline()
+    console.print(
+        f"  {head['steps']} steps in {head['episodes']} episodes, {head['mean_valid_actions']} valid "
+        f"actions/step: raw {head['raw_steps_per_s']} steps/s, ours {head['ours_steps_per_s']} steps/s, "
+        f"ratio {head['ratio']}x (target >= {head['target_ratio']}), identical={head['identical']}",
+        highlight=False,
+    )
+    for line in result.mismatches[:20]:
+        err_console.print(Text.assemble(("mismatch", "red"), f" {line}"))
+    print(json.dumps({**head, "world": "textworldexpress"}))
+    if result.mismatches:
         raise typer.Exit(1)
 
 
@@ -490,8 +552,10 @@ def bench_step_cmd(
     import cProfile
 
     from fastslow.bench.step import DEFAULT_EPISODES, bench_step, profile_summary
+    from fastslow.env.world import require_scienceworld
 
     cfg = _config(config, override)
+    require_scienceworld(cfg.env, "bench step")
     if resets < 1:
         raise UsageError(f"--resets must be >= 1, got {resets}")
     if cfg.agent.kind == "oracle":
@@ -547,10 +611,13 @@ def bench_llm_cmd(
     """Prompt-processing and generation tokens/s of the configured Sage (or Critic) model, and the
     seconds of one Sage round of the config, cold and with each kind of reuse."""
     from fastslow.bench.sage import bench_sage_round
+    from fastslow.env.world import require_scienceworld
     from fastslow.models import make_model
     from fastslow.models.bench import bench_llm
 
     cfg = _config(config, override)
+    if sage_round:
+        require_scienceworld(cfg.env, "bench llm's Sage round (--no-sage-round times the model alone)")
     if role not in ("sage", "critic"):
         raise UsageError(f"--role must be sage or critic, got '{role}'")
     model_cfg = cfg.sage.model if role == "sage" else cfg.critic.model
@@ -710,11 +777,13 @@ def data_dagger(
 ) -> None:
     """Play a configuration on the gold dataset's train variations and label the states it reaches with
     the gold path's next step (DAgger; docs/swift.md 2d)."""
+    from fastslow.env.world import require_scienceworld
     from fastslow.eval.dagger import build_dagger, check_gold
     from fastslow.eval.evaluate import check_workers
     from fastslow.eval.rundir import claim_directory, config_hash
 
     cfg = _config(config, override)
+    require_scienceworld(cfg.env, "data dagger")
     check_workers(workers)
     check_gold(gold)
     key = {"gold": str(gold.resolve()), "config": cfg.name, "config_hash": config_hash(cfg)}
@@ -1054,12 +1123,14 @@ def train_swift_memory_cmd(
     l2: Annotated[float, typer.Option("--l2", help="Pull of the four weights towards zero.")] = 0.01,
 ) -> None:
     """Fit the weights Swift gives to T1 memories on gold states where it fails (memory/t1_weights.py)."""
+    from fastslow.env.world import require_scienceworld
     from fastslow.memory.stores import MemoryStoreError, is_dsn, open_location
     from fastslow.memory.stores.vectors import embedder_for
     from fastslow.memory.t1_weights import FitSettings, SwiftView, fit_memory_weights
     from fastslow.swift.imitation import SwiftWeights
 
     cfg = _config(config, override)
+    require_scienceworld(cfg.env, "train swift-memory")
     if not cfg.amm.enabled or not cfg.amm.retrieval.t1:
         raise UsageError(f"config {cfg.name} does not run T1 (amm.enabled, amm.retrieval.t1)")
     if l2 < 0:

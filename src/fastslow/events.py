@@ -122,6 +122,10 @@ class EpisodeStart(_Event):
     """The JVM's history before this episode, when a run's worker played it (None: not known)."""
     fork: ForkOrigin | None = None
     """Set in a fork's log: the parent episode and step it continues from; None in a run's own."""
+    world: str = "scienceworld"
+    """The world the episode was played in (``env.world``; ``fastslow.env.world``), which ``task_id``
+    and ``variation`` belong to. Logs written before a second world existed have no such field: they
+    are ScienceWorld's, the default."""
 
 
 class ReplayEnd(_Event):

@@ -140,7 +140,8 @@ def record_writing(*paths: Path) -> None:
     claimed directory nothing is recorded."""
     for root, group in _by_root(paths).items():
         manifest = Manifest(root)
-        entries = manifest.entries()
+        # the whole record is read only when a path is already taken (a resume's log, a store)
+        entries = manifest.entries() if any(p.exists() for p in group) else {}
         manifest.writing(*(p for p in group if not p.exists() or manifest.owns(p, entries)))
 
 

@@ -2,21 +2,26 @@
 
 Both environments replay the same gold paths in lockstep in one process. Every step's observation,
 score, look, inventory and valid-action list must be identical; only the time spent in ``step`` differs.
+Both JVMs run with the same ``hash_codes`` options (``fastslow.env.scienceworld.jvm_options``): the
+stock wrapper's would otherwise order objects by the JVM's own hash codes.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld import HashCodes, ScienceWorldAdapter, jvm_options
 from fastslow.env.tasks import get_task
 
 #: boil, chemistry-mix, find-animal, identify-life-stages-1, lifespan-longest-lived, melt: 6-40 gold
-#: steps each, and two JVMs replaying them agree exactly. (In some electrical and growing tasks, two
-#: JVMs name ambiguous objects differently, so their valid-action lists differ whatever the wrapper.)
+#: steps each, and two JVMs replaying them agree exactly. (With hash_codes="default", in some electrical
+#: and growing tasks two JVMs name ambiguous objects differently, so their valid-action lists differ
+#: whatever the wrapper.)
 DEFAULT_TASKS = (0, 2, 5, 12, 17, 22)
 
 
@@ -52,11 +57,17 @@ def bench_env(
     tasks: tuple[int, ...] = DEFAULT_TASKS,
     simplification: str = "easy",
     progress: Callable[[str], None] | None = None,
+    hash_codes: HashCodes = "constant",
 ) -> BenchResult:
+    import scienceworld.scienceworld as stock_module
+    from py4j.java_gateway import launch_gateway
     from scienceworld import ScienceWorldEnv
 
-    stock = ScienceWorldEnv("", envStepLimit=10_000)
-    ours = ScienceWorldAdapter(simplification=simplification)
+    # The stock wrapper passes no JVM options of its own: give its launch ours.
+    launch = functools.partial(launch_gateway, javaopts=jvm_options(hash_codes))
+    with mock.patch.object(stock_module, "launch_gateway", launch):
+        stock = ScienceWorldEnv("", envStepLimit=10_000)
+    ours = ScienceWorldAdapter(simplification=simplification, hash_codes=hash_codes)
     steps, n_valid, stock_s, ours_s = 0, 0, 0.0, 0.0
     mismatches: list[str] = []
     try:

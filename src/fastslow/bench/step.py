@@ -124,7 +124,11 @@ def bench_step(
         # AMM configs get a store of their own in the temp dir, as an eval gets DIR/memory.sqlite.
         config = store_config(config, Path(tmp))
         agent = make_agent(config)
-        adapter = ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s)
+        adapter = ScienceWorldAdapter(
+            config.env.simplification,
+            jvm_timeout_s=config.env.jvm_timeout_s,
+            hash_codes=config.env.hash_codes,
+        )
         inner: Env = ValidFilter(adapter) if config.env.valid_filter == "authors" else adapter
         env = TimeLimit(inner, config.env.step_limit)
         try:

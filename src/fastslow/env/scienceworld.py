@@ -19,6 +19,20 @@ is ``env.wrappers.TimeLimit`` around it (the runner wraps it with ``config.env.s
 JVM lifecycle: started lazily on the first ``reset``, closed by ``close()`` or at interpreter exit,
 and replaced on the next ``reset`` if it died. Every py4j call has a read timeout, so a hung or dead
 JVM ends the episode in flight with ``EnvError`` instead of hanging the run.
+
+Determinism (``hash_codes``): ScienceWorld 1.2.3 keeps every object's contents, the portals of a room
+and most intermediate results in Scala hash sets of objects that do not override ``hashCode``, so
+everything that iterates them - the order of objects in ``look around``, of ambiguity options and of
+valid actions, the order in which objects tick (bees draw from the simulator's seeded ``Random`` in
+that order), heat transfer - follows the JVM's identity hash codes. The JVM's default generator
+(``-XX:hashCode=5``, a per-thread xor-shift stream) hands codes out lazily in request order, so the
+texts depend on everything the JVM did before, and even two fresh JVMs playing the same actions drift
+apart: the stream of the thread serving py4j calls takes a timing-dependent number of codes in some
+steps (the simulation's state was identical just before; without background JIT compilation it does
+not drift), and one code shifted reorders a set. ``"constant"`` (the default) starts the JVM with
+``-XX:hashCode=2``: every identity hash code is 1, so each set iterates in the order of its own
+insertions and removals, a function of the task, variation and actions only (no JVM history, no timing).
+``"default"`` keeps the JVM's own generator (runs made before the option existed).
 """
 
 from __future__ import annotations
@@ -35,7 +49,7 @@ import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastslow.core.step import StepResult as StepResult  # the core type, re-exported
 from fastslow.env.semantics import SUCCESS_SCORE as SUCCESS_SCORE  # one definition, re-exported
@@ -53,6 +67,20 @@ def _jar_path() -> str:
 
 
 _JAVA_SOURCE = Path(__file__).parent / "java" / "fastslow" / "FastStep.java"
+
+
+HashCodes = Literal["constant", "default"]
+HASH_CODES: tuple[HashCodes, ...] = ("constant", "default")
+
+
+def jvm_options(hash_codes: HashCodes = "constant") -> list[str]:
+    """The JVM options of a ScienceWorld JVM with ``hash_codes`` (module docstring, Determinism)."""
+    if hash_codes == "constant":
+        # hashCode is an experimental flag of HotSpot (JDK 8 to 21 at least); mode 2 = always 1.
+        return ["-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2"]
+    if hash_codes == "default":
+        return []
+    raise ValueError(f"hash_codes must be one of {', '.join(HASH_CODES)}, not {hash_codes!r}")
 
 
 @functools.cache
@@ -103,18 +131,21 @@ class _RawState:
 class _Jvm:
     """One ScienceWorld JVM behind a py4j gateway, plus the shm file it writes each step's state into."""
 
-    def __init__(self, timeout_s: float, java_helper: bool = True) -> None:
+    def __init__(
+        self, timeout_s: float, java_helper: bool = True, hash_codes: HashCodes = "constant"
+    ) -> None:
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
         jar = _jar_path()
         helper_dir = _java_helper_dir() if java_helper else None
-        # The JVM's default options, on purpose: ScienceWorld orders ambiguity options (and other object
-        # lists) by the JVM's identity hash codes, and any option that changes class loading or the JIT
-        # reorders them (a class-data archive, -XX:TieredStopAtLevel=1, even -Xshare:off put the bowl's
-        # orange first in `move orange to table` of boil variation 0; the default puts the carried one
-        # first). Runs stay comparable only on the same JVM and options.
+        # No other options, on purpose. With hash_codes="default", ScienceWorld orders ambiguity options
+        # (and other object lists) by the JVM's identity hash codes, and any option that changes class
+        # loading or the JIT reorders them (a class-data archive, -XX:TieredStopAtLevel=1, even
+        # -Xshare:off put the bowl's orange first in `move orange to table` of boil variation 0; the
+        # default puts the carried one first). With "constant" the order no longer depends on them.
         port, proc = launch_gateway(
             classpath=jar if helper_dir is None else f"{jar}{os.pathsep}{helper_dir}",
+            javaopts=jvm_options(hash_codes),
             die_on_exit=True,
             cwd=os.path.dirname(jar),
             return_proc=True,
@@ -250,10 +281,13 @@ class ScienceWorldAdapter:
         simplification: str = "easy",
         jvm_timeout_s: float = 120.0,
         java_helper: bool = True,
+        hash_codes: HashCodes = "constant",
     ):
+        jvm_options(hash_codes)  # an unknown value is refused here, not at the first reset
         self.simplification = simplification
         self.java_helper = java_helper
         self.jvm_timeout_s = jvm_timeout_s
+        self.hash_codes: HashCodes = hash_codes
         self._jvm: _Jvm | None = None
         self._task: TaskInfo | None = None
         self._variation = -1
@@ -272,7 +306,7 @@ class ScienceWorldAdapter:
             from py4j.protocol import Py4JError
 
             try:
-                self._jvm = _Jvm(self.jvm_timeout_s, self.java_helper)
+                self._jvm = _Jvm(self.jvm_timeout_s, self.java_helper, self.hash_codes)
             except (Py4JError, OSError, ConnectionError) as exc:
                 # A JVM that does not come up (an overloaded machine, a killed process) ends the episode
                 # with a typed error the worker retries, as a JVM that dies later does.

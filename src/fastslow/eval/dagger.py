@@ -168,7 +168,11 @@ def _work(
     global _WORKER
     config = RunConfig.model_validate_json(config_json)
     if _WORKER is None:
-        adapter = ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s)
+        adapter = ScienceWorldAdapter(
+            config.env.simplification,
+            jvm_timeout_s=config.env.jvm_timeout_s,
+            hash_codes=config.env.hash_codes,
+        )
         _WORKER = (ExpertRecorder(adapter, paths), make_agent(config))
     recorder, agent = _WORKER
     outcome = run_episode(recorder, agent, Episode(task_id, variation), config, ListSink())

@@ -285,6 +285,11 @@ def check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:
             f"--warmup needs agent.kind swiftsage (the one with AMM), not {player.agent.kind} "
             f"(config {player.name})"
         )
+    if player.env.world != config.env.world:
+        raise UsageError(
+            f"--warmup-config {player.name} plays env.world={player.env.world}, the run "
+            f"env.world={config.env.world}: the warm-up must fill the store in the run's world"
+        )
     return player
 
 
@@ -332,10 +337,10 @@ def run_warmup(
     skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
     lets them write even when ``amm.mode`` is frozen (read-only afterwards). ``on_episode`` and ``on_note`` as
     in ``evaluate``."""
-    from fastslow.env.episodes import select_episodes
+    from fastslow.env.world import get_world
 
     player = check_warmup(config, agent)
-    chosen = episodes if episodes is not None else select_episodes("warmup", None, None, None)
+    chosen = episodes if episodes is not None else get_world(config.env.world).select("warmup")
     config = store_config(config, out)
     target = out / WARMUP_DIR
     warm = player.model_copy(

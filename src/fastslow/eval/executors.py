@@ -1,7 +1,8 @@
 """Where episodes run: in this process, on local worker processes, or as Ray actors (paper §4 at scale).
 
-Each worker owns one ScienceWorld JVM and one agent (per seed) and reuses them across episodes; every episode
-writes its own event log, so workers never share a file. An episode the environment broke (the JVM
+Each worker owns one JVM of the config's world (``env.world``: ScienceWorld's, or TextWorldExpress's with
+every game in it) and one agent (per seed) and reuses them across episodes; every episode writes its
+own event log, so workers never share a file. An episode the environment broke (the JVM
 died) is retried with a fresh JVM a bounded number of times; each failed attempt's log is kept in
 ``events/failed/``. Before each attempt the AMM records an earlier, unfinished attempt wrote are
 removed, so a replay does not find its own ghost in the store. With Ray, DIR must be on storage every
@@ -34,7 +35,7 @@ from fastslow.agents import Agent
 from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.world import get_world
 from fastslow.errors import OutputError, UsageError
 from fastslow.eval.runner import EpisodeOutcome, run_episode
 from fastslow.events import EndState, JsonlWriter
@@ -67,8 +68,9 @@ def _purge_records(config: RunConfig, memory_key: str) -> None:
 
 
 class _Worker:
-    """One ScienceWorld JVM and one agent, reused across the episodes a worker plays. ``model_cache``:
-    the run's response cache file (``models.cache``), shared by the workers; None: no cache."""
+    """One JVM of the config's world and one agent, reused across the episodes a worker plays.
+    ``model_cache``: the run's response cache file (``models.cache``), shared by the workers; None: no
+    cache."""
 
     def __init__(
         self,
@@ -80,9 +82,8 @@ class _Worker:
     ) -> None:
         self.config, self.events_dir, self.retries, self.run_id = config, events_dir, retries, run_id
         self.cache = ResponseCache(model_cache) if model_cache is not None else None
-        env_cfg = config.env
         # One adapter for all the worker's episodes; run_episode puts the episode's step limit around it.
-        self.env = ScienceWorldAdapter(env_cfg.simplification, jvm_timeout_s=env_cfg.jvm_timeout_s)
+        self.env = get_world(config.env.world).make_env(config.env)
         self.agents: dict[int | None, tuple[RunConfig, Agent]] = {
             None: (config, make_agent(config, self.cache))
         }

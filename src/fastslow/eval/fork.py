@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from fastslow.config import RunConfig, apply_override, load_config
 from fastslow.env.episodes import Episode
+from fastslow.env.world import get_world
 from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.evaluate import check_out_dir, prepare_out_dir
 from fastslow.eval.metrics import run_metrics, summarize_log
@@ -66,8 +67,13 @@ class Parent:
     @property
     def config(self) -> RunConfig:
         """The configuration that played it, resolved as its header holds it, with the run's per-run
-        store unplaced (a fork gets its own copy)."""
-        config = RunConfig.model_validate(self.start.config)
+        store unplaced (a fork gets its own copy). A header from before ``env.hash_codes`` existed was
+        played on the JVM's own hash codes: it reads as ``hash_codes: default``."""
+        data = self.start.config
+        env = data.get("env")
+        if isinstance(env, dict) and "hash_codes" not in env:
+            data = {**data, "env": {**env, "hash_codes": "default"}}
+        config = RunConfig.model_validate(data)
         store = self.record.store
         if config.amm.path and store is not None and store.per_run and config.amm.path == store.location:
             config = config.model_copy(update={"amm": config.amm.model_copy(update={"path": None})})
@@ -123,9 +129,10 @@ def replay_jvm_history(parent: Parent, env: Any) -> int:
     """Play on ``env``'s fresh JVM what the parent's JVM played before the episode (the header's
     ``jvm``): each earlier episode's reset and logged actions, every observation checked. Returns the
     steps replayed; a ``ReplayDivergence`` names the episode and step that answered differently. A
-    header without ``jvm`` (not played by a run's worker) replays nothing."""
+    header without ``jvm`` (not played by a run's worker) replays nothing, and neither does a parent
+    played with ``env.hash_codes: constant``: its episodes do not depend on the JVM's history."""
     history = parent.start.jvm
-    if history is None:
+    if history is None or parent.config.env.hash_codes == "constant":
         return 0
     steps = 0
     for episode_id in history.episodes:
@@ -155,15 +162,26 @@ def check_fork(parent: Parent, at: int, config: RunConfig) -> None:
             f"--at {at}: episode {parent.start.episode_id} of {parent.run_dir} has steps "
             f"1..{len(parent.steps)}"
         )
-    if config.env.step_limit < at:
+    if config.env.world != parent.start.world:
         raise UsageError(
-            f"--at {at} is past the fork's env.step_limit ({config.env.step_limit}): it would stop before "
-            "its first own step"
+            f"env.world {config.env.world} is not the parent's ({parent.start.world}): its episode "
+            f"{parent.start.episode_id} is another world's"
+        )
+    limit = get_world(config.env.world).step_limit(parent.start.task_id, config.env.step_limit)
+    if limit < at:
+        raise UsageError(
+            f"--at {at} is past the fork's env.step_limit ({limit}): it would stop before its first own step"
         )
     if config.env.simplification != parent.config.env.simplification:
         raise UsageError(
             f"env.simplification {config.env.simplification!r} is not the parent's "
             f"({parent.config.env.simplification!r}): the logged actions would not replay"
+        )
+    if config.env.hash_codes != parent.config.env.hash_codes:
+        raise UsageError(
+            f"env.hash_codes {config.env.hash_codes!r} is not the parent's "
+            f"({parent.config.env.hash_codes!r}): ScienceWorld would order its objects differently "
+            f"(-o env.hash_codes={parent.config.env.hash_codes})"
         )
     amm = config.amm
     if amm.enabled and (amm.store != "sqlite" or amm.path):
@@ -222,7 +240,6 @@ def fork_episode(
 ) -> ForkResult:
     """Play the fork into ``out`` (a new or empty directory) and write its metrics.json."""
     from fastslow.build import make_agent
-    from fastslow.env.scienceworld import ScienceWorldAdapter
     from fastslow.models.cache import ResponseCache
 
     check_fork(parent, at, config)
@@ -256,7 +273,7 @@ def fork_episode(
         if episode.seed is not None:
             placed = placed.with_seed(episode.seed)  # the parent's own config already is: a no-op
         cache = ResponseCache(out / CACHE_FILE)
-        env = ScienceWorldAdapter(placed.env.simplification, jvm_timeout_s=placed.env.jvm_timeout_s)
+        env = get_world(placed.env.world).make_env(placed.env)
         log = out / "events" / f"{episode_id}.jsonl"
         try:
             replay.history_steps = replay_jvm_history(parent, env)

@@ -29,7 +29,7 @@ from rich.text import Text
 from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.world import get_world
 from fastslow.eval.evaluate import check_out_dir, evaluate, prepare_out_dir, run_warmup
 from fastslow.eval.rundir import check_episode_out, check_store, run_lock, store_config
 from fastslow.eval.runner import EpisodeOutcome, run_episode
@@ -249,7 +249,7 @@ def play_one(config: RunConfig, episode: Episode, out: Path | None, console: Con
         check_episode_out(out, episode.episode_id)  # another process may have written it meanwhile
         agent = make_agent(config, ResponseCache(None))  # one episode: its answers, in memory
         with (
-            ScienceWorldAdapter(config.env.simplification, jvm_timeout_s=config.env.jvm_timeout_s) as env,
+            get_world(config.env.world).make_env(config.env) as env,
             JsonlWriter(path) as writer,
         ):
             outcome = run_episode(env, agent, episode, config, FanOut(writer, StepPrinter(console)))

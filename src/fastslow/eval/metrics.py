@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from fastslow import vocab
-from fastslow.env.tasks import get_task
+from fastslow.env.world import World, get_world
+from fastslow.errors import UsageError
 from fastslow.eval.records import EpisodeResult, RunMetrics
 from fastslow.events import (
     CriticCall,
@@ -77,6 +78,7 @@ def summarize_log(path: Path) -> EpisodeResult | None:
         error=end.error,
         seed=start.seed,
         best_score=best,
+        world=start.world,
     )
 
 
@@ -179,16 +181,27 @@ def seed_spread(episodes: list[EpisodeResult]) -> dict[str, Any]:
     }
 
 
+def episodes_world(episodes: Iterable[EpisodeResult]) -> World:
+    """The world the episodes were played in (ScienceWorld for none); ``UsageError`` when they come from
+    several: a task id means another task in each, so their metrics cannot be pooled."""
+    worlds = sorted({ep.world for ep in episodes})
+    if len(worlds) > 1:
+        raise UsageError(f"episodes of several worlds ({', '.join(worlds)}) cannot be scored together")
+    return get_world(*worlds)
+
+
 def compute_metrics(episodes: list[EpisodeResult]) -> dict[str, Any]:
     """The metrics.json payload: headline macro means plus per-task and per-group breakdowns; with seeded
     episodes also ``seeds`` (per-seed headline and its spread). The headline pools every seed's
-    episodes of a task into that task's mean."""
+    episodes of a task into that task's mean. Task names and length groups are those of the episodes'
+    world (``episodes_world``)."""
+    world = episodes_world(episodes)
     by_task: dict[int, list[EpisodeResult]] = defaultdict(list)
     for ep in episodes:
         by_task[ep.task_id].append(ep)
     per_task: dict[str, dict[str, Any]] = {}
     for task_id in sorted(by_task):
-        info = get_task(task_id)
+        info = world.task(task_id)
         per_task[str(task_id)] = {"name": info.name, "group": info.group, **_block(by_task[task_id])}
 
     def macro(task_ids: list[str], key: str) -> float | None:

@@ -27,6 +27,7 @@ from pydantic import (
     model_serializer,
 )
 
+from fastslow.env.config import DEFAULT_WORLD
 from fastslow.env.semantics import SUCCESS_SCORE
 from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
@@ -135,6 +136,17 @@ class EpisodeResult(_Record):
     seed: int | None = None
     best_score: int = 0
     """The best non-negative score the episode reached (its env_step scores): the paper's episode score."""
+    world: str = DEFAULT_WORLD
+    """The world the episode was played in (its header's ``world``), whose task table names its task.
+    Written only for a world other than ScienceWorld: a ScienceWorld record is as it was before a
+    second world existed, and a record without the field is ScienceWorld's."""
+
+    @model_serializer(mode="wrap")
+    def _world_when_not_default(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("world") == DEFAULT_WORLD:
+            data.pop("world")
+        return data
 
     @property
     def success(self) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from fastslow.env.tasks import all_tasks
+from fastslow.env.world import get_world
 from fastslow.errors import CorruptLogError, OutputError, UsageError
 from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics, summarize_log, torn_line
 from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
@@ -64,6 +64,13 @@ class Run:
     (``check_logs``); None: not checked."""
     problems: tuple[str, ...] = ()
     """One line per log left out or found at odds with metrics.json (``check_logs``)."""
+
+    @property
+    def world(self) -> str:
+        """The world the run's episodes were played in (``EpisodeResult.world``; ScienceWorld for a run
+        without episodes)."""
+        worlds = [e.world for e in self.metrics.episode_results]
+        return worlds[0] if worlds else "scienceworld"
 
 
 def load_run(path: Path) -> Run:
@@ -215,22 +222,31 @@ def main_table(runs: list[Run]) -> Table:
 
 
 def per_task_table(runs: list[Run]) -> Table:
+    """One row per task any run played, world by world (in the order the runs name them) and in task id
+    order within a world, named and grouped by that world's task table; a run of another world leaves
+    the row's cells empty (task ids are per world)."""
     head = ["task", "name", "group", *[f"{r.name} {c}" for r in runs for c in ("score", "strict", "n")]]
     rows = []
-    for task in all_tasks():
-        key = str(task.task_id)
-        if not any(key in r.metrics.per_task for r in runs):
-            continue
-        scores = []
-        for r in runs:
-            row = r.metrics.per_task.get(key)
-            scores += [
-                _fmt(row.mean_score if row else None),
-                _fmt(row.mean_score_strict if row else None),
-                _fmt(row.episodes if row else 0),
-            ]
-        rows.append([key, task.name, task.group, *scores])
+    for world in dict.fromkeys(r.world for r in runs):
+        for task in get_world(world).tasks():
+            key = str(task.task_id)
+            if not any(key in r.metrics.per_task for r in runs if r.world == world):
+                continue
+            rows.append([key, task.name, task.group, *_task_cells(runs, world, key)])
     return head, rows
+
+
+def _task_cells(runs: list[Run], world: str, key: str) -> list[str]:
+    """Each run's score, strict score and episodes of task ``key`` of ``world``."""
+    scores = []
+    for r in runs:
+        row = r.metrics.per_task.get(key) if r.world == world else None
+        scores += [
+            _fmt(row.mean_score if row else None),
+            _fmt(row.mean_score_strict if row else None),
+            _fmt(row.episodes if row else 0),
+        ]
+    return scores
 
 
 def runs_table(runs: list[Run]) -> Table:

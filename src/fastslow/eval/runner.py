@@ -2,8 +2,10 @@
 
 The loop is deliberately tiny; everything an agent does between two steps (Swift, Sage, Gate-1,
 memory) lives inside the agent, and everything observable goes to the event sink. The episode's step
-limit (``config.env.step_limit``, SwiftSage's 300) is a ``TimeLimit`` wrapper the runner puts around the
-environment it is given; the adapter itself knows no limit.
+limit (``config.env.step_limit``, SwiftSage's 300, as the config's world caps it for the task:
+``World.step_limit``) is a ``TimeLimit`` wrapper the runner puts around the environment it is given; the
+adapter itself knows no limit. The episode's task record and header come from the config's world
+(``env.world``, ``fastslow.env.world``); the header names it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from fastslow.agents import Agent, EarlyStop, EpisodeContext
 from fastslow.config import RunConfig
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.tasks import get_task
+from fastslow.env.world import get_world
 from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
 from fastslow.errors import EnvError
 from fastslow.eval.replay import Replay, ReplayDivergence
@@ -52,9 +54,11 @@ class EpisodeOutcome:
 
 
 @cache
-def versions() -> dict[str, str]:
+def versions(world_packages: tuple[str, ...] = ("scienceworld",)) -> dict[str, str]:
+    """Python's version and those of fastslow, the world's packages (``World.packages``), py4j and
+    pydantic."""
     out = {"python": platform.python_version()}
-    for pkg in ("fastslow", "scienceworld", "py4j", "pydantic"):
+    for pkg in ("fastslow", *world_packages, "py4j", "pydantic"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -83,7 +87,8 @@ def _header(
     replay: Replay | None,
     jvm: JvmHistory | None,
 ) -> EpisodeStart:
-    task = get_task(episode.task_id)
+    world = get_world(config.env.world)
+    task = world.task(episode.task_id)
     return EpisodeStart(
         episode_id=episode.episode_id,
         task_id=task.task_id,
@@ -92,12 +97,13 @@ def _header(
         split=task.split_of(episode.variation),
         config_name=config.name,
         config=config.model_dump(mode="json"),
-        versions=versions(),
+        versions=versions(world.packages),
         git_commit=git_commit(),
         task_description=task_description,
         seed=episode.seed,
         jvm=jvm,
         fork=replay.origin if replay is not None else None,
+        world=world.name,
     )
 
 
@@ -129,7 +135,8 @@ def run_episode(
 ) -> EpisodeOutcome:
     """Play one episode to its end and emit episode_start, env_step..., episode_end.
 
-    ``env`` is the adapter (or any ``Env``); the episode ends at ``config.env.step_limit`` env steps.
+    ``env`` is the adapter of the config's world (or any ``Env``); the episode ends at the world's step
+    limit for the task under ``config.env.step_limit`` (``World.step_limit``).
     ``run_id`` names the run the episode belongs to (AMM records carry it, see ``EpisodeContext``).
     ``replay``: a fork's (``eval/replay.py``): its first steps execute the parent's actions, each checked
     against the parent's log (a mismatch ends the episode with an error naming it), then a
@@ -139,7 +146,8 @@ def run_episode(
     sink = tap
     if config.env.valid_filter == "authors":
         env = ValidFilter(env)
-    env = TimeLimit(env, config.env.step_limit)
+    world = get_world(config.env.world)
+    env = TimeLimit(env, world.step_limit(episode.task_id, config.env.step_limit))
     end, error = EndState.ERROR, None
     result: StepResult | None = None
     try:
@@ -151,7 +159,7 @@ def run_episode(
                 jvm = JvmHistory(episodes=list(jvm_history), gold=agent.needs_gold)
             sink.emit(_header(episode, config, result.task_description if result else "", replay, jvm))
         ctx = EpisodeContext(
-            get_task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions, run_id
+            world.task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions, run_id
         )
         if replay is not None:
             replay.start(result.task_description)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from fastslow.env.semantics import FOCUS, SUCCESS_SCORE
-from fastslow.env.tasks import all_tasks
-from fastslow.errors import CorruptLogError
+from fastslow.env.world import get_world
+from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.rundir import RunRecord
 from fastslow.events import EpisodeStart, iter_events, log_episode_id, parse_event
 from fastslow.redact import redact_data
@@ -109,13 +109,12 @@ def index_episode(path: Path) -> dict[str, Any] | None:
     if start is None or end is None:
         return None
     final = end["final_score"]
-    task = _TASKS.get(start["task_id"])
     return {
         "id": start["episode_id"],
         "file": path.name,
         "task_id": start["task_id"],
         "task_name": start["task_name"],
-        "group": task.group if task is not None else "",
+        "group": _group(start),
         "variation": start["variation"],
         "seed": start.get("seed"),
         "score": max(best, final, 0),
@@ -133,7 +132,17 @@ def index_episode(path: Path) -> dict[str, Any] | None:
     }
 
 
-_TASKS = {t.task_id: t for t in all_tasks()}
+def _group(header: dict[str, Any]) -> str:
+    """The length group of a header's task in its world (a header without ``world`` is ScienceWorld's);
+    "" when the header names no task this fastslow knows in that world."""
+    task_id = header.get("task_id")
+    if not isinstance(task_id, int):
+        return ""
+    try:
+        world = get_world(header.get("world") or "scienceworld")
+        return world.task(task_id).group if 0 <= task_id < len(world.tasks()) else ""
+    except UsageError:
+        return ""
 
 
 def episode_entry(path: Path) -> dict[str, Any]:
@@ -207,13 +216,12 @@ def _marked(path: Path, outcome: str, problem: str) -> dict[str, Any]:
             header = first.model_dump(mode="json")
     except (OSError, ValueError):
         pass
-    task = _TASKS.get(header.get("task_id", -1))
     return {
         "id": log_episode_id(path),
         "file": path.name,
         "task_id": header.get("task_id"),
         "task_name": header.get("task_name", ""),
-        "group": task.group if task is not None else "",
+        "group": _group(header),
         "variation": header.get("variation"),
         "seed": header.get("seed"),
         "score": None,

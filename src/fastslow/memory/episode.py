@@ -210,11 +210,17 @@ class EpisodeMemory:
     """AMM for one episode."""
 
     def __init__(
-        self, cfg: AmmConfig, store: MemoryStore, sink: EventSink, episode_id: str, writable: bool = True
+        self,
+        cfg: AmmConfig,
+        store: MemoryStore,
+        sink: EventSink,
+        episode_id: str,
+        writable: bool = True,
+        world: str = "scienceworld",
     ) -> None:
         self.cfg = cfg
         self.sink = sink
-        self.writer = MemoryWriter(store, cfg.write, sink, episode_id, writable)
+        self.writer = MemoryWriter(store, cfg.write, sink, episode_id, writable, world)
         self.retriever = MemoryRetriever(store, cfg.retrieval, sink)
         self.cache: dict[MemoryTrigger, list[MemoryRecord]] = {}
         """Records retrieved at T2/T3, kept for the Critic; never injected in the AMM-only configuration."""
@@ -482,13 +488,15 @@ class EpisodeMemory:
 
 class Amm:
     """AMM for a run (one per worker process): hands out per-episode hooks over the process's store,
-    which it does not own (``memory.stores.shared_store`` opens and closes it)."""
+    which it does not own (``memory.stores.shared_store`` opens and closes it). ``world``: the run's
+    (``env.world``), whose task table names a record's task family."""
 
-    def __init__(self, cfg: AmmConfig, store: BulkStore) -> None:
+    def __init__(self, cfg: AmmConfig, store: BulkStore, world: str = "scienceworld") -> None:
         self.cfg = cfg
         self.store = store
+        self.world = world
 
     def episode(self, episode_id: str, sink: EventSink, warmup: bool = False) -> EpisodeMemory:
         """Hooks for one episode; frozen mode writes only during warm-up episodes."""
         writable = warmup or self.cfg.mode == "online"
-        return EpisodeMemory(self.cfg, self.store, sink, episode_id, writable)
+        return EpisodeMemory(self.cfg, self.store, sink, episode_id, writable, self.world)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, room_of
 from fastslow.env.semantics import AVOIDANCE_FEEDBACK, FAILURE_SCORE, FOCUS, SUCCESS_SCORE, classify_feedback
-from fastslow.env.tasks import get_task
+from fastslow.env.world import get_world
 from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import SalienceConfig
 from fastslow.memory.records import MemoryRecord, Tag, inventory_summary, one_line
@@ -147,10 +147,13 @@ def build_record(
     salience: Salience,
     episode_id: str,
     cfg: SalienceConfig,
+    world: str = "scienceworld",
 ) -> MemoryRecord:
-    """A compact record of the transition; recent context excludes the step being recorded."""
+    """A compact record of the transition; recent context excludes the step being recorded. ``world``:
+    the run's (``env.world``), whose task table gives the record's ``task_family``."""
+    family = get_world(world).family(traj.task_id)
     if cfg.tagging == "authors":
-        return _authors_record(traj, action, result, salience, episode_id)
+        return _authors_record(traj, action, result, salience, episode_id, family)
     # Invalid no-op steps changed nothing: they are not part of the path that led here.
     earlier = [t for t in traj.turns if t.step < result.steps and not is_invalid_feedback(t.observation)]
     # One line per turn: raw observations carry newlines and tabs, and a recent line is shown as one
@@ -160,11 +163,10 @@ def build_record(
         for t in earlier[-cfg.recent_turns :]
         if cfg.recent_turns
     )
-    task = get_task(traj.task_id)
     return MemoryRecord(
         task_id=traj.task_id,
         task_name=traj.task_name,
-        task_family=task.swiftsage_id.split("-")[0],
+        task_family=family,
         episode_id=episode_id,
         step=result.steps,
         room=room_of(prev.look) or traj.room,
@@ -186,17 +188,16 @@ AUTHORS_RECENT_CHARS = 100
 
 
 def _authors_record(
-    traj: Trajectory, action: str, result: StepResult, salience: Salience, episode_id: str
+    traj: Trajectory, action: str, result: StepResult, salience: Salience, episode_id: str, family: str
 ) -> MemoryRecord:
     """The authors' record: state after the step, the whole observation, the best score before it and
     the score it reached (their ``REWARD`` line), the last turns as they were (refusals included)."""
     best = best_score_before(traj, result.steps)
     earlier = [t for t in traj.turns if t.step < result.steps][-AUTHORS_RECENT:]
-    task = get_task(traj.task_id)
     return MemoryRecord(
         task_id=traj.task_id,
         task_name=traj.task_name,
-        task_family=task.swiftsage_id.split("-")[0],
+        task_family=family,
         episode_id=episode_id,
         step=result.steps,
         room=room_of(result.look) or traj.room,
@@ -216,7 +217,8 @@ def _authors_record(
 
 
 class MemoryWriter:
-    """The write hook of one episode. ``writable=False`` is the frozen mode after warm-up."""
+    """The write hook of one episode. ``writable=False`` is the frozen mode after warm-up; ``world``: the
+    run's (``env.world``), whose task table gives a record's family."""
 
     def __init__(
         self,
@@ -225,12 +227,14 @@ class MemoryWriter:
         sink: EventSink,
         episode_id: str,
         writable: bool = True,
+        world: str = "scienceworld",
     ) -> None:
         self.store = store
         self.cfg = cfg
         self.sink = sink
         self.episode_id = episode_id
         self.writable = writable
+        self.world = world
         self._seen: set[tuple[str, str, str]] = set()
 
     def after_step(
@@ -251,7 +255,7 @@ class MemoryWriter:
         key = (salience.tag, salience.subtag, action.strip().lower())
         if self.cfg.dedup_per_episode and key in self._seen:
             return None
-        record = build_record(traj, action, prev, result, salience, self.episode_id, self.cfg)
+        record = build_record(traj, action, prev, result, salience, self.episode_id, self.cfg, self.world)
         try:
             self.store.add(record)
         except MemoryStoreError as exc:

@@ -6,6 +6,8 @@
   interface per game inside it).
 - ``gold``: the builder of the cached gold paths (``data/gold-<fold>.json``).
 - ``semantics``: what TWX's actions and observations mean (verbs, objects, locations, feedback classes).
+- ``world``: the benchmark as a ``fastslow.env.world.World`` (``env.world: textworldexpress``): games as
+  tasks, its sets as episodes, each game's step limit.
 
 Nothing outside ``fastslow.env.textworldexpress`` needs to know a TWX game or verb. The adapter (py4j,
 the JVM) is imported only when used: ``from fastslow.env.textworldexpress import

@@ -1,0 +1,60 @@
+"""ScienceWorld as a ``fastslow.env.world.World``: today's functions, unchanged, behind the seam.
+
+The task table (``fastslow.env.tasks``), the episode sets (``fastslow.env.episodes.select_episodes``) and
+the adapter (``fastslow.env.scienceworld.ScienceWorldAdapter``, imported when an env is made) are
+ScienceWorld's own modules; this one only wraps them, so a ScienceWorld run does exactly what it did
+before the seam existed. The configured step limit is every task's (SwiftSage's 300).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastslow.env.episodes import Episode, select_episodes
+from fastslow.env.tasks import TaskInfo, all_tasks, get_task
+
+if TYPE_CHECKING:
+    from fastslow.env.config import EnvConfig
+    from fastslow.env.scienceworld import ScienceWorldAdapter
+    from fastslow.env.world import World
+
+
+class ScienceWorld:
+    """ScienceWorld's 30 tasks (ids: alphabetical task names, as SwiftSage and the paper number them)."""
+
+    name = "scienceworld"
+    packages: tuple[str, ...] = ("scienceworld",)
+
+    def make_env(self, env: EnvConfig) -> ScienceWorldAdapter:
+        from fastslow.env.scienceworld import ScienceWorldAdapter
+
+        return ScienceWorldAdapter(
+            env.simplification, jvm_timeout_s=env.jvm_timeout_s, hash_codes=env.hash_codes
+        )
+
+    def tasks(self) -> tuple[TaskInfo, ...]:
+        return all_tasks()
+
+    def task(self, task: int | str) -> TaskInfo:
+        """By id (0-29), ScienceWorld name or SwiftSage id (``1-1``): ``tasks.get_task``."""
+        return get_task(task)
+
+    def family(self, task_id: int) -> str:
+        """The topic of the task's SwiftSage id (``1`` of ``1-1``: matter, measurement, ...)."""
+        return get_task(task_id).swiftsage_id.split("-")[0]
+
+    def select(
+        self,
+        set_name: str,
+        tasks: str | None = None,
+        variations: str | None = None,
+        limit_per_task: int | None = None,
+    ) -> list[Episode]:
+        """``episodes.select_episodes``: test, dev, warmup, train, all; ``--tasks`` takes ids."""
+        return select_episodes(set_name, tasks, variations, limit_per_task)
+
+    def step_limit(self, task_id: int, configured: int) -> int:
+        return configured
+
+
+WORLD: World = ScienceWorld()
