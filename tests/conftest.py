@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -87,6 +88,55 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return module if module in SHARED_FIXTURE_MODULES else nodeid
 
     return SharedFixtureModules(config, log)
+
+
+TEST_ORDER_VAR = "FASTSLOW_TEST_ORDER"
+"""Run the suite in another order, to show that no test depends on what ran before it (the shared JVM
+above all): ``reverse`` (modules last to first, and each module's tests last to first) or
+``shuffle:SEED`` (modules, then each module's tests, in a seeded random order). A module's tests stay
+together either way, so its module-scoped fixtures are built once. Unset: collection order."""
+
+
+def _test_order() -> tuple[str, int]:
+    order = os.environ.get(TEST_ORDER_VAR, "")
+    if order in ("", "reverse"):
+        return order, 0
+    kind, _, seed = order.partition(":")
+    if kind == "shuffle" and seed.isdigit():
+        return kind, int(seed)
+    raise pytest.UsageError(f"{TEST_ORDER_VAR}={order!r}: use reverse or shuffle:SEED (SEED an integer)")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    order, seed = _test_order()
+    if not order:
+        return None
+    return f"test order ({TEST_ORDER_VAR}): {order}" + (f", seed {seed}" if order == "shuffle" else "")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Reorder the collected tests as ``FASTSLOW_TEST_ORDER`` says (every xdist worker collects the same
+    order: the seed fixes it)."""
+    order, seed = _test_order()
+    if not order:
+        return
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    groups = list(modules.values())
+    if order == "reverse":
+        groups.reverse()
+        for group in groups:
+            group.reverse()
+    else:
+        rng = random.Random(seed)
+        rng.shuffle(groups)
+        for group in groups:
+            rng.shuffle(group)
+    items[:] = [item for group in groups for item in group]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

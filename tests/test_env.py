@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 from scienceworld import ScienceWorldEnv
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.bench.env import stock_wrapper
+from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult, jvm_options
 from fastslow.env.tasks import get_task
 from fastslow.env.wrappers import TimeLimit
 from fastslow.errors import EnvError, UsageError
@@ -69,9 +70,9 @@ def test_reward_is_score_delta(env: ScienceWorldAdapter) -> None:
 @pytest.fixture(scope="module")
 def stock() -> Iterator[ScienceWorldEnv]:
     """One stock-wrapper JVM for the equivalence tests below, each comparing it with fresh adapter JVMs:
-    every comparison loads its task anew, and the tasks they use build alike whatever a JVM loaded
-    before."""
-    wrapper = ScienceWorldEnv("", envStepLimit=1000)
+    every comparison loads its task anew, on a JVM with the adapter's options (constant hash codes), so
+    it builds alike whatever either JVM loaded before."""
+    wrapper = stock_wrapper(step_limit=1000)
     yield wrapper
     wrapper.close()
 
@@ -175,3 +176,44 @@ def test_bench_env_compares_identical_runs() -> None:
     head = result.headline()
     assert head["identical"] and head["steps"] == result.steps >= 4
     assert head["stock_steps_per_s"] > 0 and head["ours_steps_per_s"] > 0 and head["mean_valid_actions"] > 10
+
+
+def test_constant_hash_codes_reach_the_jvm(env: ScienceWorldAdapter) -> None:
+    env.reset(FIND_NON_LIVING, 0)
+    assert env._jvm is not None and env.hash_codes == "constant"
+    jvm = env._jvm.gateway.jvm
+    assert [jvm.System.identityHashCode(jvm.java.lang.Object()) for _ in range(3)] == [1, 1, 1]
+    assert jvm_options("default") == []
+    with pytest.raises(ValueError, match="hash_codes"):
+        ScienceWorldAdapter(hash_codes="random")  # type: ignore[arg-type]
+
+
+#: ScienceWorld issue #33 (heat transfer is stochastic): boil variation 0 with teleportAction only; on the
+#: JVM's own hash codes the water in the sink turns to steam in some plays and not in others.
+BOIL_STEAM = ("teleport to kitchen", "pour counter into sink", "activate sink", "use lighter on drawer")
+#: Bees leave an open hive and fly at random (the simulator's seeded Random, drawn in the order the
+#: objects tick: a hash-set order); freeze 14 of the dev set starts in the hallway.
+BEES = ("teleport to greenhouse", "open bee hive", "wait", "wait", "look around", "teleport to hallway")
+
+
+def test_an_episode_does_not_depend_on_what_the_jvm_played_before() -> None:
+    """With constant hash codes (the default), ScienceWorld's hash sets iterate in insertion order: the
+    texts, the gold path, heat transfer and the bees' flights of an episode are the same whichever
+    episodes its JVM played before (on the JVM's own hash codes none of the three is)."""
+
+    def chemistry(env: ScienceWorldAdapter) -> tuple[tuple[str, ...], list[StepResult]]:
+        first = env.reset(2, 0, gold=True)  # chemistry-mix 0: tests/reflection's gold path
+        return env.gold_actions, [first, *(env.step(action) for action in env.gold_actions)]
+
+    def play(
+        env: ScienceWorldAdapter, task: int, variation: int, actions: tuple[str, ...]
+    ) -> list[StepResult]:
+        return [env.reset(task, variation), *(env.step(action) for action in actions)]
+
+    with ScienceWorldAdapter() as env:  # a JVM of its own: the test decides its history
+        gold, bees = chemistry(env), play(env, 9, 14, BEES)
+        assert (play(env, 9, 14, BEES), chemistry(env)) == (bees, gold)
+    with ScienceWorldAdapter("teleportAction") as boil:
+        boils = [play(boil, 0, 0, BOIL_STEAM) for _ in range(3)]
+    assert boils[1:] == [boils[0], boils[0]]
+    assert "a substance called steam" in boils[0][-1].look

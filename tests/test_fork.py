@@ -95,7 +95,9 @@ def test_a_fork_under_the_parent_configuration_repeats_the_parent(
         assert (end.final_score, end.end) == (parent_end.final_score, parent_end.end)
         metrics = json.loads((out / "metrics.json").read_text())
         assert metrics["episodes"] == 1
-    assert histories >= 4  # the parent's JVM played them after others: rebuilt, then repeated exactly
+    # The parent's JVM played four of them after others; on constant hash codes that history does not
+    # matter, so the forks replay none of it and still repeat the parent exactly.
+    assert histories == 0
 
 
 def test_a_fork_sees_no_record_the_parent_wrote_after_its_step(
@@ -179,6 +181,29 @@ def test_a_fork_under_another_configuration_plays_on_and_reads_like_a_run(
     assert steps(log)[:2] == steps(parent / "events" / log.name)[:2]
     html = write_report([out], tmp_path / "report")
     assert html.is_file()
+
+
+def test_a_parent_from_before_hash_codes_forks_on_the_jvms_own(parent: Path, tmp_path: Path) -> None:
+    """A header without ``env.hash_codes`` was played on the JVM's own hash codes: the fork reads it so
+    (and would rebuild the JVM's history), and a fork asking for other hash codes is refused before
+    anything is written."""
+    old = tmp_path / "old"
+    shutil.copytree(parent / "events", old / "events")
+    shutil.copy(parent / "run.json", old / "run.json")
+    log = sorted((old / "events").glob("*.jsonl"))[1]  # its JVM played another episode first
+    header, *rest = log.read_text().splitlines()
+    start = json.loads(header)
+    del start["config"]["env"]["hash_codes"]
+    log.write_text("\n".join([json.dumps(start), *rest]) + "\n")
+    episode = read_parent(old, log.stem)
+    assert episode.config.env.hash_codes == "default" and episode.start.jvm is not None
+    assert episode.start.jvm.episodes
+    assert read_parent(parent, log.stem).config.env.hash_codes == "constant"
+    with pytest.raises(UsageError, match=r"env\.hash_codes 'constant' is not the parent's \('default'\)"):
+        fork_episode(episode, 2, load_config("swift-amm-srm"), tmp_path / "a")
+    with pytest.raises(UsageError, match="hash_codes"):
+        fork_episode(read_parent(parent, log.stem), 2, episode.config, tmp_path / "a")
+    assert not (tmp_path / "a").exists()
 
 
 def first_13(parent: Path) -> str:

@@ -22,6 +22,7 @@ from fastslow.config import load_config
 from fastslow.env.episodes import Episode, select_episodes
 from fastslow.eval.evaluate import evaluate
 from fastslow.events import EpisodeEnd, MemoryRetrieval, MemoryWrite, read_events
+from fastslow.manifest import BOOKKEEPING
 
 FASTSLOW = [sys.executable, "-m", "fastslow.cli"]
 SHORT = ["--set", "test", "--tasks", "13", "--limit-per-task", "1"]
@@ -44,11 +45,12 @@ def one_error_line(proc: subprocess.CompletedProcess[str], *fragments: str) -> s
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
-    """Every file of a run directory and its bytes (the lock file aside: it only names its holder)."""
+    """Every file of a run directory and its bytes, its bookkeeping aside: the lock file only names its
+    holder, and the written-files record (``fastslow.manifest``) grows with every start's run.json."""
     return {
         str(p.relative_to(out)): p.read_bytes()
         for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name != ".fastslow.lock"
+        if p.is_file() and p.name not in BOOKKEEPING
     }
 
 

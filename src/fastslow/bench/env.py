@@ -12,11 +12,14 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from fastslow.env.scienceworld import HashCodes, ScienceWorldAdapter, jvm_options
 from fastslow.env.tasks import get_task
+
+if TYPE_CHECKING:
+    from scienceworld import ScienceWorldEnv
 
 #: boil, chemistry-mix, find-animal, identify-life-stages-1, lifespan-longest-lived, melt: 6-40 gold
 #: steps each, and two JVMs replaying them agree exactly. (With hash_codes="default", in some electrical
@@ -53,20 +56,25 @@ class BenchResult:
         }
 
 
+def stock_wrapper(hash_codes: HashCodes = "constant", step_limit: int = 10_000) -> ScienceWorldEnv:
+    """The stock ``ScienceWorldEnv`` on a JVM started with our options for ``hash_codes`` (it passes
+    none of its own), so that its texts can be compared with the adapter's."""
+    import scienceworld.scienceworld as stock_module
+    from py4j.java_gateway import launch_gateway
+    from scienceworld import ScienceWorldEnv
+
+    launch = functools.partial(launch_gateway, javaopts=jvm_options(hash_codes))
+    with mock.patch.object(stock_module, "launch_gateway", launch):
+        return ScienceWorldEnv("", envStepLimit=step_limit)
+
+
 def bench_env(
     tasks: tuple[int, ...] = DEFAULT_TASKS,
     simplification: str = "easy",
     progress: Callable[[str], None] | None = None,
     hash_codes: HashCodes = "constant",
 ) -> BenchResult:
-    import scienceworld.scienceworld as stock_module
-    from py4j.java_gateway import launch_gateway
-    from scienceworld import ScienceWorldEnv
-
-    # The stock wrapper passes no JVM options of its own: give its launch ours.
-    launch = functools.partial(launch_gateway, javaopts=jvm_options(hash_codes))
-    with mock.patch.object(stock_module, "launch_gateway", launch):
-        stock = ScienceWorldEnv("", envStepLimit=10_000)
+    stock = stock_wrapper(hash_codes)
     ours = ScienceWorldAdapter(simplification=simplification, hash_codes=hash_codes)
     steps, n_valid, stock_s, ours_s = 0, 0, 0.0, 0.0
     mismatches: list[str] = []

@@ -4,9 +4,11 @@ A fork continues an episode of a finished run from step K under a configuration 
 runner (``runner.run_episode``) plays steps 1..K-1 as the parent did: each step it still asks the fork's
 agent (so its hooks see the proposals, drops, memories and counters they would have), then executes
 the parent's action instead of the agent's answer, and checks what ScienceWorld returns against the
-parent's log. ScienceWorld 1.2.3 is not fully deterministic across JVMs (it orders ambiguity options by
-Java identity hash codes, which depend on what the JVM ran before), so a mismatch is possible; it ends
-the fork with a line naming the step and the field, never a silent continuation.
+parent's log. On the JVM's own identity hash codes (``env.hash_codes: default``) ScienceWorld 1.2.3 is
+not deterministic across JVMs (it iterates its hash sets of objects in hash-code order, and those codes
+depend on what the JVM ran before and on timing), so a mismatch is possible; on constant codes (the
+default) none is expected. Either way a mismatch ends the fork with a line naming the step and the
+field, never a silent continuation.
 """
 
 from __future__ import annotations
