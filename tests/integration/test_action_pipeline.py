@@ -77,9 +77,10 @@ def test_gate_judges_an_ambiguity_answer_as_the_focus_it_completes(env: ScienceW
 
 def test_swift_srm_never_focuses_by_answering_an_ambiguous_focus() -> None:
     """swift-srm (policy + Gate-1) in the ambiguous state: neither the controller's default answer "0"
-    nor Swift's own digit runs, so no wrong paint is focused through a bare number (this episode
-    used to end at -100 on exactly that). A fresh JVM: ScienceWorld names the paints differently after
-    a second reset of the same variation, and only the first lists "focus on paint"."""
+    nor Swift's own digit runs, so no wrong paint is focused through a bare number (variation 18 used
+    to end at -100 on exactly that, on the JVM's own hash codes). Variation 21: the policy only lets
+    through a valid action, and on constant hash codes it is the dev variation whose valid actions list
+    "focus on paint" after the prefix (18's name its paints)."""
     # the paint procedure would mix and focus by itself: this test is about the scripted Swift's digits
     config = load_config("swift-srm", ["env.step_limit=6", "procedures.enabled=false"])
     plan = [*PREFIX, "focus on paint"]
@@ -88,7 +89,7 @@ def test_swift_srm_never_focuses_by_answering_an_ambiguous_focus() -> None:
     )
     sink = ListSink()
     with ScienceWorldAdapter("easy") as fresh:
-        run_episode(fresh, agent, Episode(3, 18), config, sink)
+        run_episode(fresh, agent, Episode(3, 21), config, sink)
     steps = [e for e in sink.events if isinstance(e, EnvStep)]
     asked = [i for i, s in enumerate(steps) if s.observation.startswith("Ambiguous request")]
     assert asked, "focus on paint was not ambiguous"

@@ -27,10 +27,10 @@ valid actions, the order in which objects tick (bees draw from the simulator's s
 that order), heat transfer - follows the JVM's identity hash codes. The JVM's default generator
 (``-XX:hashCode=5``, a per-thread xor-shift stream) hands codes out lazily in request order, so the
 texts depend on everything the JVM did before, and even two fresh JVMs playing the same actions drift
-apart: the stream of the thread serving py4j calls takes a timing-dependent number of codes in some
-steps (the simulation's state was identical just before; without background JIT compilation it does
-not drift), and one code shifted reorders a set. ``"constant"`` (the default) starts the JVM with
-``-XX:hashCode=2``: every identity hash code is 1, so each set iterates in the order of its own
+apart: the thread serving py4j calls draws a timing-dependent number of codes in some steps (the
+simulation's state was identical just before; with ``-XX:-BackgroundCompilation`` six fresh JVMs did
+not drift), and one code shifted reorders a set (docs/forks.md). ``"constant"`` (the default) starts the
+JVM with ``-XX:hashCode=2``: every identity hash code is 1, so each set iterates in the order of its own
 insertions and removals, a function of the task, variation and actions only (no JVM history, no timing).
 ``"default"`` keeps the JVM's own generator (runs made before the option existed).
 """
