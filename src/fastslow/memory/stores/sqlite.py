@@ -112,6 +112,10 @@ def _refuse_foreign(path: Path, db: sqlite3.Connection, required: Sequence[str])
         try:
             have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorname", None) == "SQLITE_CORRUPT":
+                # A damaged store (the FTS table's constructor reads its pages), not a foreign one:
+                # its operations report the corruption with SQLite's result code.
+                continue
             raise MemoryStoreError(
                 f"{path} is not a fastslow memory store ({table}: {describe(exc)})"
             ) from exc
