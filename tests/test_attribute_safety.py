@@ -308,3 +308,89 @@ def test_ctrl_c_of_eval_is_one_line_and_stops_its_workers(tmp_path: Path, worker
     logs = lambda: list((out / "events").glob("*.jsonl"))  # noqa: E731
     proc, family = _start_playing(args, logs, jvms=workers, new_session=True)
     _ctrl_c(proc, family, "rerun the same command to resume")
+
+
+# -- point 8, where a parent cannot be replayed: say so up front, re-sample -----------------------------
+
+
+def _copy_parent(parent: Path, to: Path) -> Path:
+    shutil.copytree(parent, to)
+    for stale in to.glob(".fastslow*"):  # the copy is read only: its lock and record are the parent's
+        if stale.name == ".fastslow.lock":
+            stale.unlink()
+    return to
+
+
+def _edit_log(log: Path, edit: Any) -> None:
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    log.write_text("".join(json.dumps(edit(event)) + "\n" for event in lines))
+
+
+def test_a_point_whose_forks_do_not_replay_is_replaced_by_the_next_draw(parent: Path, tmp_path: Path) -> None:
+    """A sampled point whose forks diverge from the parent is played again by the next seeded draw, so
+    the attribution reports the points it was asked for, and says which it replaced. The divergence is
+    planted: the parent's log says step K (the later point's own step) observed something else, so the
+    later point's forks (which replay steps 1..K) diverge and the earlier point's do not."""
+    from fastslow.eval.attribute import plan_attribution
+
+    run = _copy_parent(parent, tmp_path / "parent")
+    points = mechanism_points(run, "gate-drop")
+    later, earlier = points[-1], points[0]
+    assert earlier.step < later.step
+    seed = next(
+        s
+        for s in range(50)
+        if plan_attribution(run, "gate-drop", tmp_path / "x", limit=1, seed=s).chosen == [later]
+    )
+    log = run / "events" / f"{later.episode}.jsonl"
+
+    def plant(event: dict[str, Any]) -> dict[str, Any]:
+        if event["event"] == "env_step" and event["step"] == later.step:
+            event["observation"] = "a sentence ScienceWorld never said"
+        return event
+
+    _edit_log(log, plant)
+    out = tmp_path / "attr"
+    args = ["attribute", str(run), "--mechanism", "gate-drop", "--limit", "1", "--seed", str(seed)]
+    proc = fastslow(*args, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "note:" not in proc.stderr  # constant hash codes: nothing to warn of up front
+    payload = result(out)
+    assert payload["replay_caveat"] is None
+    assert payload["replaced"] == [{"point": later.name, "by": next(p for p in points if p != later).name}]
+    assert (payload["sampled"], payload["tried"], payload["replayed"], payload["diverged"]) == (1, 2, 1, 1)
+    diverged = next(p for p in payload["points"] if p["point"]["step"] == later.step)
+    assert diverged["diverged"].startswith(f"replay diverged at step {later.step}: observation")
+    assert "1 of them re-sampled" in proc.stdout
+    # the rerun reads every fork back, the diverged one included, and draws the same replacement
+    again = fastslow(*args, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert result(out) == payload
+
+
+def test_a_parent_played_on_the_jvms_own_hash_codes_is_named_up_front(parent: Path, tmp_path: Path) -> None:
+    """A run made before ``env.hash_codes`` existed (its headers lack it) was played on the JVM's own
+    identity hash codes: its forks may not replay, and the command says so before the first fork, and
+    whatever diverges is re-sampled (how many diverge here depends on the JVM: only the bookkeeping is
+    asserted)."""
+    run = _copy_parent(parent, tmp_path / "old")
+    for log in (run / "events").glob("*.jsonl"):
+
+        def drop_setting(event: dict[str, Any]) -> dict[str, Any]:
+            if event["event"] == "episode_start":
+                event["config"]["env"].pop("hash_codes")
+            return event
+
+        _edit_log(log, drop_setting)
+    out = tmp_path / "attr"
+    proc = fastslow("attribute", str(run), "--mechanism", "gate-drop", "--limit", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    note = " ".join(proc.stderr.split())
+    assert f"note: {run} was played on the JVM's own identity hash codes (env.hash_codes: default)" in note
+    assert "the next of" in note and "seeded draws replaces each" in note
+    payload = result(out)
+    assert payload["replay_caveat"] and "env.hash_codes: default" in payload["replay_caveat"]
+    assert payload["tried"] == 1 + len(payload["replaced"])
+    assert payload["diverged"] >= len(payload["replaced"])
+    names = {f"{p['point']['episode']}-at{p['point']['step'] + 1:03d}": p for p in payload["points"]}
+    assert all(names[swap["point"]]["diverged"] for swap in payload["replaced"])

@@ -348,6 +348,17 @@ def attribute(
     # every refusal (the parent, --out: a user's file, the parent itself, another attribution's
     # directory, one in use) before the progress bar or any file
     todo = plan_attribution(run_dir, mechanism, out, limit=limit, seed=seed, workers=workers)
+    if todo.replay_caveat is not None:
+        instead = (
+            f"the next of {len(todo.reserve)} seeded draws replaces each"
+            if todo.reserve
+            else "each is counted as not replayed (no --limit: no other point to draw)"
+        )
+        err_console.print(
+            f"note: {run_dir} {todo.replay_caveat}; a point whose forks do not replay it is reported, "
+            f"and {instead}",
+            highlight=False,
+        )
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(f"{mechanism} forks", total=len(todo.chosen))

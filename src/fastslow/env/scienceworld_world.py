@@ -56,5 +56,15 @@ class ScienceWorld:
     def step_limit(self, task_id: int, configured: int) -> int:
         return configured
 
+    def replay_caveat(self, env: EnvConfig) -> str | None:
+        """On the JVM's own identity hash codes ScienceWorld's object order depends on the JVM's
+        history and timing (``fastslow.env.scienceworld``, Determinism); on constant codes it does not."""
+        if env.hash_codes == "default":
+            return (
+                "was played on the JVM's own identity hash codes (env.hash_codes: default), so "
+                "ScienceWorld's object order may differ when its steps are replayed"
+            )
+        return None
+
 
 WORLD: World = ScienceWorld()

@@ -10,7 +10,9 @@ Everything the evaluation does that depends on the world goes through a ``World`
   lengths of the test episodes, hence the Short/Medium/Long group), for headers, metrics, report, viewer;
 - ``select``: the episodes of a named set narrowed by ``--tasks`` / ``--variations`` / ``--limit-per-task``;
 - ``step_limit``: an episode's env-step limit given the configured one;
-- ``family``: the task family AMM's records carry; ``packages``: what the header's ``versions`` lists.
+- ``family``: the task family AMM's records carry; ``packages``: what the header's ``versions`` lists;
+- ``replay_caveat``: why an episode played with given settings may not replay exactly (forks,
+  ``attribute``).
 
 Each world implements it in its own package (``fastslow.env.scienceworld_world`` beside ScienceWorld's
 modules, ``fastslow.env.textworldexpress.world``); ``get_world`` imports that package only when the
@@ -102,6 +104,11 @@ class World(Protocol):
 
     def step_limit(self, task_id: int, configured: int) -> int:
         """The env-step limit of an episode of ``task_id`` under ``env.step_limit = configured``."""
+        ...
+
+    def replay_caveat(self, env: EnvConfig) -> str | None:
+        """Why an episode played with ``env``'s settings may answer differently when its actions are
+        replayed on a fresh process (a fork's prefix), in one clause; None when it replays exactly."""
         ...
 
 

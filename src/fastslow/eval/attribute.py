@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from fastslow.config import Intervention
+from fastslow.env.world import get_world
 from fastslow.errors import CorruptLogError, OutputError, RunDirError, UsageError
 from fastslow.eval.executors import worker_pool
 from fastslow.eval.fork import Parent, fork_episode, read_parent
@@ -242,6 +243,11 @@ class Plan:
     events: int
     chosen: list[Point]
     seed: int
+    reserve: list[Point]
+    """The points not drawn, in a seeded order: where a chosen point's forks do not replay, the next
+    of these is played in its place (empty without ``--limit``: every point is already chosen)."""
+    replay_caveat: str | None
+    """Why the parent's episodes may not replay (``World.replay_caveat``), said before any fork."""
 
 
 def plan_attribution(
@@ -279,9 +285,15 @@ def plan_attribution(
     points = mechanism_points(run, mechanism)
     if not points:
         raise UsageError(f"{run} logs no {mechanism} event inside an episode: nothing to attribute")
-    read_parent(run, points[0].episode)  # a directory that is not a run is refused before any write
-    chosen = sorted(random.Random(seed).sample(points, limit)) if limit and limit < len(points) else points
-    return Plan(run, mechanism, out, key, len(points), chosen, seed)
+    # a directory that is not a run is refused before any write
+    config = read_parent(run, points[0].episode).config
+    caveat = get_world(config.env.world).replay_caveat(config.env)
+    chosen, reserve = points, []
+    if limit and limit < len(points):
+        chosen = sorted(random.Random(seed).sample(points, limit))
+        reserve = [p for p in points if p not in chosen]
+        random.Random(f"reserve/{seed}").shuffle(reserve)  # a str seed hashes the same in every process
+    return Plan(run, mechanism, out, key, len(points), chosen, seed, reserve, caveat)
 
 
 def play_attribution(
@@ -291,17 +303,30 @@ def play_attribution(
     on_point: Callable[[PointResult, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Claim ``todo.out`` (checked again under its lock), play or read back each chosen point's forks
-    on ``workers`` processes and write ``out/attribution.json``; returns its content."""
+    on ``workers`` processes and write ``out/attribution.json``; returns its content.
+
+    A sampled point whose forks do not replay the parent is re-sampled: in rounds, each round plays
+    the next draws of ``todo.reserve`` in place of the last round's diverged points, until none
+    diverges or the reserve is spent. Which points replace which depends only on which diverged, not
+    on the workers' timing, so a rerun reads back the same forks. The diverged points stay in the
+    result (``diverged`` and ``replaced``), outside the aggregate."""
     results: list[PointResult] = []
+    total = len(todo.chosen)
 
     def done(result: PointResult) -> None:
         results.append(result)
         if on_point is not None:
-            on_point(result, len(results), len(todo.chosen))
+            on_point(result, len(results), total)
 
     with claim_directory(todo.out, KIND, todo.key, parents=(todo.run,)):
-        jobs = [(str(todo.run), p, todo.mechanism, str(todo.out)) for p in todo.chosen]
-        _run(jobs, workers, done)
+        todo_now, reserve, replaced = list(todo.chosen), list(todo.reserve), []
+        while todo_now:
+            before = len(results)
+            _run([(str(todo.run), p, todo.mechanism, str(todo.out)) for p in todo_now], workers, done)
+            diverged = sorted(r.point for r in results[before:] if r.diverged is not None)
+            todo_now, reserve = reserve[: len(diverged)], reserve[len(diverged) :]
+            replaced += [{"point": d.name, "by": p.name} for d, p in zip(diverged, todo_now, strict=False)]
+            total += len(todo_now)
         results.sort(key=lambda r: r.point)
         payload = {
             "run": str(todo.run),
@@ -309,6 +334,8 @@ def play_attribution(
             "events": todo.events,
             "sampled": len(todo.chosen),
             "seed": todo.seed,
+            "replay_caveat": todo.replay_caveat,
+            "replaced": replaced,
             **summarize(results, todo.seed),
             "points": [asdict(r) for r in results],
         }
@@ -386,8 +413,11 @@ def summarize(results: list[PointResult], seed: int = 0) -> dict[str, Any]:
 def describe(payload: dict[str, Any]) -> str:
     """One sentence of the result, as the README quotes it."""
     p, s = payload, payload["score"]
+    replaced = len(p.get("replaced", []))
     return (
-        f"of {p['replayed']} {p['mechanism']} events forked ({p['diverged']} did not replay, "
+        f"of {p['replayed']} {p['mechanism']} events forked ({p['diverged']} did not replay"
+        + (f", {replaced} of them re-sampled" if replaced else "")
+        + ", "
         f"{p['exact']} controls repeated the parent exactly), {p['prevented_failure']} prevented a -100 "
         f"and {p['cost_score']} cost the episode score; the mechanism's mean effect "
         f"{s['mean_difference']} points (95% CI {s['ci95']}), better / same / worse {s['better']} / "

@@ -152,5 +152,10 @@ class TextWorldExpress:
         """The game's own limit (benchmark.yaml), or ``configured`` when that is smaller."""
         return min(self.benchmark.game(task_id)[1].step_limit, configured)
 
+    def replay_caveat(self, env: EnvConfig) -> str | None:
+        """None: a game is a function of its seed and the actions (only the gold-path generator of twc
+        and coin draws differently between calls, and a replay does not ask for gold paths)."""
+        return None
+
 
 WORLD: World = TextWorldExpress()
