@@ -27,6 +27,7 @@ from fastslow.env.semantics import (
     FAILURE_SCORE,
     RECORD_STOPWORDS,
     ROOMS,
+    SEMANTICS,
     STOPWORDS,
     SUCCESS_SCORE,
     Feedback,
@@ -127,11 +128,11 @@ def test_feedback_table(action: str, observation: str, expected: Feedback) -> No
 )
 def test_what_each_consumer_counts(action: str, observation: str, expected: Feedback) -> None:
     # SwiftSage's failure messages: no-match and refusals; an ambiguity is answered, not a failure.
-    assert escalation_failure(observation) is (expected in {INVALID, FAILURE})
+    assert escalation_failure(SEMANTICS, observation) is (expected in {INVALID, FAILURE})
     # SRM's invalid loop: also an ambiguity prompt (the step's input was not executed).
-    assert stagnation_failure(observation) is (expected in {INVALID, AMBIGUOUS, FAILURE})
+    assert stagnation_failure(SEMANTICS, observation) is (expected in {INVALID, AMBIGUOUS, FAILURE})
     # AMM's invalid-action avoidance: the no-match reply only.
-    assert is_invalid_feedback(observation) is (expected is INVALID)
+    assert is_invalid_feedback(SEMANTICS, observation) is (expected is INVALID)
 
 
 @pytest.fixture
@@ -201,13 +202,15 @@ def test_refusal_markers_are_one_configurable_set() -> None:
     """Rules the real table cannot show: ScienceWorld 1.2.3 never writes "cannot"."""
     assert DEFAULT_FAILURE_MARKERS == ("can't", "not", "doesn't")
     assert classify_feedback("You cannot do that.") is FAILURE  # read as "can not"
-    assert escalation_failure("You cannot do that.") and stagnation_failure("You cannot do that.")
-    assert not is_invalid_feedback("You cannot do that.")
+    assert escalation_failure(SEMANTICS, "You cannot do that.") and stagnation_failure(
+        SEMANTICS, "You cannot do that."
+    )
+    assert not is_invalid_feedback(SEMANTICS, "You cannot do that.")
     # Other markers change every consumer alike; the fixed ScienceWorld replies do not move.
     assert classify_feedback("The table is not openable.", ["can't"]) is OK
     assert classify_feedback("You can't pick up a gas directly.", ["can't"]) is FAILURE
-    assert not stagnation_failure("The table is not openable.", ["can't"])
-    assert not escalation_failure("The table is not openable.", ["can't"])
+    assert not stagnation_failure(SEMANTICS, "The table is not openable.", ["can't"])
+    assert not escalation_failure(SEMANTICS, "The table is not openable.", ["can't"])
     assert classify_feedback("No known action matches that input.", []) is INVALID
     assert classify_feedback("The Table Is NOT openable.") is FAILURE  # case-insensitive
     assert classify_feedback("a notable painting") is OK  # whole words only
@@ -220,19 +223,19 @@ def test_configured_markers_reach_escalation_and_stagnation(env: ScienceWorldAda
         result = StepResult(observation, 0, 0, step, step, "", "", "", (), EndState.RUNNING)
         arbiter.executed(Decision(action, "swift"), result)
 
-    arbiter = SwiftSageArbiter(EscalationConfig(), markers=("can't",))
+    arbiter = SwiftSageArbiter(EscalationConfig(), SEMANTICS, markers=("can't",))
     executed(arbiter, "open table", "The table is not openable.", 1)
     assert arbiter.failure_streak == 0
     executed(arbiter, "pick up air", "You can't pick up a gas directly.", 2)
     assert arbiter.failure_streak == 1
-    default = SwiftSageArbiter(EscalationConfig())
+    default = SwiftSageArbiter(EscalationConfig(), SEMANTICS)
     executed(default, "open table", "The table is not openable.", 1)
     assert default.failure_streak == 1
     # The stagnation detector's invalid loop with and without "not" as a marker, on real refusals.
     runs = {}
     for markers in (DEFAULT_FAILURE_MARKERS, ("can't",)):
         first = env.reset(0, 0)
-        traj = Trajectory(0, "boil", 0, first.task_description, first)
+        traj = Trajectory(0, "boil", 0, first.task_description, first, semantics=SEMANTICS)
         detector = StagnationDetector(StagnationConfig(), first=first, markers=markers)
         reports = []
         for action in [
@@ -370,14 +373,17 @@ def test_semantics_imports_only_the_standard_library() -> None:
     from pathlib import Path
     from types import CodeType
 
+    import fastslow.core.semantics as protocol
     import fastslow.env.semantics as semantics
 
-    path = Path(semantics.__file__)
-    todo = [compile(path.read_text(encoding="utf-8"), str(path), "exec")]
+    # ScienceWorld's semantics and the protocol they implement (the bottom layer's own module)
+    paths = [Path(semantics.__file__), Path(protocol.__file__)]
+    todo = [compile(p.read_text(encoding="utf-8"), str(p), "exec") for p in paths]
     imported: set[str] = set()
     while todo:
         code = todo.pop()
         todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
         imported.update(i.argval for i in dis.get_instructions(code) if i.opname == "IMPORT_NAME")
     assert "__future__" in imported and "re" in imported  # the scan sees the file's imports
+    imported -= {"fastslow.core.semantics"}
     assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"__future__"}

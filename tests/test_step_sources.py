@@ -22,6 +22,7 @@ from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import load_run, write_report
@@ -127,7 +128,9 @@ def test_a_procedure_action_swift_ranked_first_too_is_still_the_procedures(env: 
     judged = TaskLogic().judged(first, name, general_focus_check(policy.focus_allowed, name))
     assert judged is not None and judged.rule == "procedure:paint"
     hooks = [PolicyHook(policy), ProcedureHook(TaskLogic(), policy.focus_allowed)]
-    traj = Trajectory(PAINT.task_id, name, PAINT.variation, first.task_description, first)
+    traj = Trajectory(
+        PAINT.task_id, name, PAINT.variation, first.task_description, first, semantics=SEMANTICS
+    )
     others = [a for a in first.valid_actions if a != judged.action][:2]
     swift_top = Proposal(
         (RankedAction(judged.action, 9.0), *(RankedAction(a, 1.0) for a in others)), confidence=0.9

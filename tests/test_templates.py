@@ -24,6 +24,7 @@ from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.events import StagnationReport
 from fastslow.memory.injection import format_memory_block
 from fastslow.memory.records import MemoryRecord, Tag
@@ -54,7 +55,7 @@ OLD: dict[str, jinja2.Environment] = {
 def traj(env: ScienceWorldAdapter) -> Trajectory:
     """Two rooms, a refusal and an invalid action: every loop of every template has something in it."""
     first = env.reset(0, 0)
-    traj = Trajectory(0, "boil", 0, first.task_description, first)
+    traj = Trajectory(0, "boil", 0, first.task_description, first, semantics=SEMANTICS)
     for action in ["teleport to kitchen", "open table", "look around", "xyzzy"]:
         traj.record(action, "swift", env.step(action))
     return traj

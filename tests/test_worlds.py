@@ -22,7 +22,11 @@ from fastslow.env.textworldexpress.benchmark import load_benchmark
 from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.eval.records import EpisodeResult
+from fastslow.eval.rundir import CLAIM_FILE
 from fastslow.events import EnvStep, EpisodeStart, ReplayEnd, read_events
+from fastslow.swift import check_swift
+from fastslow.swift.data import MANIFEST, read_episodes
+from fastslow.swift.imitation import SwiftWeights
 from fastslow.view.server import serve
 
 TWX = ["-o", "env.world=textworldexpress"]
@@ -251,3 +255,87 @@ def test_scienceworld_is_todays_functions_and_old_logs_are_its() -> None:
     assert "world" not in result.model_dump(mode="json")  # a ScienceWorld record is as it was
     twx = result.model_copy(update={"world": "textworldexpress"})
     assert EpisodeResult.model_validate(twx.model_dump(mode="json")).world == "textworldexpress"
+
+
+# -- TextWorldExpress's own Swift: its training data, its weights, its configurations ----------------------
+
+TWX_CONFIGS = ("twx-swift-only", "twx-swift-amm", "twx-swift-srm", "twx-swift-amm-srm")
+
+
+def test_data_gold_on_twx_replays_the_cached_train_gold_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "gold"
+    args = ["data", "gold", "--world", "textworldexpress", "--tasks", "peckingorder,4", "--per-task", "2"]
+    args += ["--workers", "1", "--out", str(out)]
+    code, stdout, err = cli(capsys, *args)
+    assert code == 0, err
+    bench = load_benchmark()
+    lengths = sum(len(bench.gold_path(g, s) or ()) for g in (4, 7) for s in (0, 1))
+    assert json.loads(stdout.strip().splitlines()[-1]) == {"episodes": 4, "examples": lengths, "skipped": 0}
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert (manifest["world"], manifest["split"], manifest["per_task"]) == ("textworldexpress", "train", 2)
+    assert manifest["episode_ids"] == ["04-0000", "04-0001", "07-0000", "07-0001"]
+    assert manifest["gold_cache"]["file"] == "gold-train.json" and manifest["package"] == bench.package
+    for rows in read_episodes(out):
+        game, seed = rows[0]["task_id"], rows[0]["variation"]
+        assert [r["gold_action"] for r in rows] == list(bench.gold_path(game, seed) or ())
+        assert all(r["label"] == r["gold_action"] for r in rows)  # valid actions, spelt as TWX lists them
+        assert rows[0]["task_name"] == bench.games[game].name and rows[0]["history"] == []
+        assert [r["step"] for r in rows] == list(range(len(rows)))
+    claim = json.loads((out / CLAIM_FILE).read_text())
+    assert claim["key"] == {"world": "textworldexpress", "split": "train", "per_task": 2, "tasks": [4, 7]}
+    code, stdout, err = cli(capsys, *args)  # the same settings resume: nothing left to replay
+    assert code == 0 and json.loads(stdout.strip().splitlines()[-1])["skipped"] == 4, err
+    with pytest.raises(UsageError, match="not a train seed"):
+        get_world("textworldexpress").training_gold.path(0, 10000)  # type: ignore[attr-defined]
+    code, _, err = cli(capsys, "data", "gold", "--world", "nosuch", "--out", str(tmp_path / "o"))
+    assert code == 2 and "unknown world 'nosuch'" in err and not (tmp_path / "o").exists()
+
+
+def test_the_packaged_twx_swift_was_trained_on_train_seeds_and_plays_a_dev_episode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    weights = SwiftWeights.load(load_config("twx-swift-only").swift.weights_file())
+    train = set(load_benchmark().set_seeds("train"))
+    episodes = [str(e).split("-") for e in weights.meta["episodes"]]  # type: ignore[attr-defined]
+    assert len(episodes) == 1600 and all(int(seed) in train for _, seed in episodes)
+    provenance = weights.meta["provenance"]
+    assert isinstance(provenance, dict) and provenance["data"]["examples"] == weights.meta["rows"]
+    assert provenance["command"][:3] == ["fastslow", "train", "swift"]
+    out = tmp_path / "swift"
+    code, stdout, err = cli(
+        capsys,
+        *["eval", "--config", "twx-swift-only", "--set", "dev", "--tasks", "peckingorder"],
+        *["--limit-per-task", "1", "--workers", "1", "--out", str(out)],
+    )
+    assert code == 0, err
+    log = read_events(out / "events" / "07-10000.jsonl")
+    header = log[0]
+    assert isinstance(header, EpisodeStart) and header.world == "textworldexpress"
+    assert header.config["swift"]["model_path"] == "packaged:twx-imitation.npz"
+    steps = [e for e in log if isinstance(e, EnvStep)]
+    assert steps and {e.source for e in steps} == {"swift"}
+    # peckingorder, the game the TextWorldExpress Swift solves on every dev seed (ScienceWorld's: 1 in 20)
+    assert json.loads(stdout.strip().splitlines()[-1])["success_rate"] == 1.0
+
+
+def test_the_twx_fast_pathway_configs_are_the_scienceworld_ones_on_twx() -> None:
+    twx = [
+        "env.world=textworldexpress",
+        "swift.model_path=packaged:twx-imitation.npz",
+        "swift.repeat_penalty=0",
+    ]
+    for name in TWX_CONFIGS:
+        config = load_config(name)
+        path = config.swift.weights_file()
+        assert path is not None and path.is_file() and path.name == "twx-imitation.npz"
+        check_swift(config.swift)
+        ours = config.model_dump(exclude={"name", "description"})
+        assert ours == load_config(name.removeprefix("twx-"), twx).model_dump(exclude={"name", "description"})
+    with pytest.raises(UsageError, match="shipped in fastslow"):
+        load_config("swift-only", ["swift.model_path=packaged:../imitation.npz"])
+    with pytest.raises(UsageError, match="shipped in fastslow"):
+        load_config("swift-only", ["swift.backend=t5", "swift.model_path=packaged:twx-imitation.npz"])
+    with pytest.raises(UsageError, match=r"Swift model not found: packaged:nosuch\.npz"):
+        check_swift(load_config("swift-only", ["swift.model_path=packaged:nosuch.npz"]).swift)

@@ -19,7 +19,6 @@ from fastslow.core.focus import FocusJudge
 from fastslow.core.hooks import LoopHook, SwitchedOff, SwitchPoint
 from fastslow.core.proposal import Proposer
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.errors import UsageError
 from fastslow.events import EventSink
 from fastslow.memory.episode import Amm
@@ -62,8 +61,9 @@ class Modules:
     """The task-specific focus rules SRM applies (``procedures.enabled``); None: its general rules."""
     warmup: bool = False
     """These episodes fill the store (``fastslow eval --warmup``): they write even in frozen mode."""
-    markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
-    """The run's failure markers (``env.failure_markers``), for SRM's stagnation detector."""
+    markers: tuple[str, ...] | None = None
+    """The run's failure markers (``env.failure_markers``), for SRM's stagnation detector (None: the
+    world's default)."""
     intervention: Intervention | None = None
     """A mechanism off at one step (``fastslow attribute``): its hook wrapped in ``SwitchedOff``."""
 

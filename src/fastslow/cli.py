@@ -750,20 +750,34 @@ def data_gold(
     per_task: Annotated[int, typer.Option("--per-task", help="Train variations per task (0: all).")] = 10,
     tasks: TasksOpt = None,
     workers: Annotated[int, typer.Option("--workers", help="Processes, one JVM each.")] = 2,
+    world: Annotated[
+        str,
+        typer.Option(
+            "--world",
+            help="Whose train gold paths: scienceworld, or textworldexpress (the benchmark's train set, "
+            "--per-task seeds of each game, 0: all 200; --tasks takes game ids or names).",
+        ),
+    ] = "scienceworld",
 ) -> None:
     """Replay gold paths of train variations into a Swift imitation dataset (gzipped JSONL)."""
     from fastslow.env.episodes import parse_int_ranges
     from fastslow.eval.evaluate import check_workers
     from fastslow.eval.rundir import claim_directory
-    from fastslow.swift.data import build_gold
+    from fastslow.swift.data import build_gold, check_world_gold, world_task_ids
 
-    task_ids = parse_int_ranges(tasks, "task") if tasks else None
+    if world == "scienceworld":
+        task_ids = parse_int_ranges(tasks, "task") if tasks else None
+    else:
+        task_ids = world_task_ids(world, tasks)
     if split != "train":
         raise UsageError(f"only the train split may become training data (got '{split}')")
     if per_task < 0:
         raise UsageError(f"--per-task must be 0 (all) or more (got {per_task})")
     check_workers(workers)
     key = {"split": split, "per_task": per_task, "tasks": sorted(task_ids) if task_ids else None}
+    if world != "scienceworld":
+        check_world_gold(world, per_task, task_ids)  # every refusal before the directory is claimed
+        key = {"world": world, **key}
     with claim_directory(out, "data gold", key):
         summary = build_gold(
             out,
@@ -772,6 +786,7 @@ def data_gold(
             task_ids,
             workers,
             progress=lambda line: console.print(line, highlight=False),
+            world=world,
         )
     console.print(f"wrote {out}: {summary.episodes} episodes, {summary.examples} examples")
     counts = {"episodes": summary.episodes, "examples": summary.examples, "skipped": summary.skipped}

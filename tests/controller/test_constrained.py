@@ -28,6 +28,7 @@ from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.func_actions import from_func, func_forms, to_func
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.events import ListSink, ModelCall
@@ -43,7 +44,9 @@ ROUTE = ["teleport to kitchen", "open cupboard", "pick up tin cup"]
 def kitchen(env: ScienceWorldAdapter) -> Trajectory:
     """A real state: the kitchen after three actions, with their observations."""
     first = env.reset(TASK, VARIATION)
-    traj = Trajectory(TASK, get_task(TASK).name, VARIATION, first.task_description, first)
+    traj = Trajectory(
+        TASK, get_task(TASK).name, VARIATION, first.task_description, first, semantics=SEMANTICS
+    )
     for action in ROUTE:
         traj.record(action, "swift", env.step(action))
     return traj
@@ -53,7 +56,9 @@ def kitchen(env: ScienceWorldAdapter) -> Trajectory:
 def hallway(env: ScienceWorldAdapter) -> Trajectory:
     """The episode's first state, in the hallway: short prompts for the embedded model."""
     first = env.reset(TASK, VARIATION)
-    return Trajectory(TASK, get_task(TASK).name, VARIATION, first.task_description, first)
+    return Trajectory(
+        TASK, get_task(TASK).name, VARIATION, first.task_description, first, semantics=SEMANTICS
+    )
 
 
 def observations(traj: Trajectory) -> list[str]:

@@ -40,6 +40,7 @@ from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import Episode
 from fastslow.env.func_actions import from_func, to_func
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import all_tasks, get_task
 from fastslow.env.valid import authors_failed
 from fastslow.errors import UsageError
@@ -78,7 +79,9 @@ AUTHORS = SageRunConfig(prompt="authors", history_turns=15, parse_retries=0, max
 def play(env: ScienceWorldAdapter, task: int, variation: int, actions: list[str]) -> State:
     """The trajectory after ``actions`` and its failure messages (the authors' test)."""
     first = env.reset(task, variation)
-    traj = Trajectory(task, get_task(task).name, variation, first.task_description, first)
+    traj = Trajectory(
+        task, get_task(task).name, variation, first.task_description, first, semantics=SEMANTICS
+    )
     failures = []
     for action in actions:
         traj.record(action, "swift", env.step(action))

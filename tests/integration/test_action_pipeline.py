@@ -14,6 +14,7 @@ from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, GateOutcome, ListSink
@@ -51,7 +52,7 @@ PREFIX = ["teleport to art studio", "open large cupboard"]
 
 def _ambiguous(env: ScienceWorldAdapter) -> tuple[StepResult, Trajectory]:
     first = env.reset(3, 18)
-    traj = Trajectory(3, get_task(3).name, 18, first.task_description, first)
+    traj = Trajectory(3, get_task(3).name, 18, first.task_description, first, semantics=SEMANTICS)
     result = first
     for action in [*PREFIX, "focus on paint"]:
         result = env.step(action)

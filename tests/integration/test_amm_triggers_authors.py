@@ -18,7 +18,7 @@ from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import NO_MATCH
+from fastslow.env.semantics import NO_MATCH, SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.eval.metrics import memory_episode, paper_episode
 from fastslow.eval.runner import run_episode
@@ -41,7 +41,7 @@ SUCCESS = record("go to outside", "You move to the outside.", room="kitchen")
 
 def start(env: ScienceWorldAdapter, task: int) -> Trajectory:
     result = env.reset(task, 0)
-    return Trajectory(task, get_task(task).name, 0, result.task_description, result)
+    return Trajectory(task, get_task(task).name, 0, result.task_description, result, semantics=SEMANTICS)
 
 
 def play(env: ScienceWorldAdapter, traj: Trajectory, hook: AmmHook, actions: Sequence[str]) -> None:

@@ -7,13 +7,16 @@ from collections.abc import Sequence
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.memory.episode import EpisodeMemory
 
 
 def start(env: ScienceWorldAdapter, task: int, variation: int, gold: bool = False) -> Trajectory:
     result = env.reset(task, variation, gold=gold)
-    return Trajectory(task, get_task(task).name, variation, result.task_description, result)
+    return Trajectory(
+        task, get_task(task).name, variation, result.task_description, result, semantics=SEMANTICS
+    )
 
 
 def play(

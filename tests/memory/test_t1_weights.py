@@ -14,6 +14,7 @@ import pytest
 from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.events import ListSink
 from fastslow.memory.episode import EpisodeMemory
@@ -43,7 +44,7 @@ def _name(rows: list[dict[str, Any]]) -> str:
 def write(memory: EpisodeMemory, rows: list[dict[str, Any]]) -> None:
     """AMM's write path over one gold episode, step by step as the controller calls it."""
     previous = None
-    for _, traj in replay_rows(rows):
+    for _, traj in replay_rows(rows, SEMANTICS):
         if previous is not None:
             memory.after_step(traj, traj.turns[-1].action, previous, traj.current)
         previous = traj.current

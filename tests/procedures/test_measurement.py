@@ -17,7 +17,7 @@ import pytest
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import focus_head, resolve_focus_target
+from fastslow.env.semantics import SEMANTICS, focus_head, resolve_focus_target
 from fastslow.env.tasks import get_task
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, spread_variations
@@ -95,7 +95,7 @@ def test_the_rule_agrees_with_the_gold_path(
     assert measure is not None, what
     boxes = (measure.above, measure.below)
     info = get_task(task)
-    traj = Trajectory(info.task_id, info.name, variation, first.task_description, first)
+    traj = Trajectory(info.task_id, info.name, variation, first.task_description, first, semantics=SEMANTICS)
     logic = TaskLogic()
     gate = Gate1(GateConfig(), judge=TaskFocusRules())
     steps: list[tuple[str, str]] = []
@@ -162,7 +162,7 @@ def test_no_box_before_the_thermometer_and_the_subject(env: ScienceWorldAdapter)
     that measure orange juice, Swift focused on an orange: the task names an orange box)."""
     first = env.reset(20, 1)
     info = get_task(20)
-    traj = Trajectory(info.task_id, info.name, 1, first.task_description, first)
+    traj = Trajectory(info.task_id, info.name, 1, first.task_description, first, semantics=SEMANTICS)
     policy, logic = SafetyPolicy(), TaskLogic()
     current = first
     for action in ["teleport to kitchen", "pick up thermometer", "focus on thermometer in inventory"]:

@@ -11,6 +11,7 @@ from fastslow.build import Modules, build_swiftsage, make_agent
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
@@ -69,7 +70,7 @@ def test_without_the_switch_the_answer_box_columns_stay_zero() -> None:
     actions = ["focus on blue box", "focus on orange box", "open oven"]
     reading = ("look at thermometer", "the thermometer measures a temperature of 80 degrees celsius", 0)
     state = SwiftState("measure-melting-point-known-substance", MELT, 0, "", "", [reading], [], actions)
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     cols = [DENSE.index("box_agrees"), DENSE.index("box_unmeasured")]
     on = dense_features(table, table.ids(actions), state)[:, cols]
     off = dense_features(table, table.ids(actions), state, box=False)[:, cols]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 
 
@@ -49,7 +50,7 @@ PLAN: dict[str, tuple[int, int, list[str]]] = {
 
 def new_trajectory(env: ScienceWorldAdapter, task: int, variation: int, first: StepResult) -> Trajectory:
     info = get_task(task)
-    return Trajectory(info.task_id, info.name, variation, first.task_description, first)
+    return Trajectory(info.task_id, info.name, variation, first.task_description, first, semantics=SEMANTICS)
 
 
 def play(env: ScienceWorldAdapter, task: int, variation: int, actions: list[str]) -> State:

@@ -20,7 +20,7 @@ from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import focus_head, focus_object
+from fastslow.env.semantics import SEMANTICS, focus_head, focus_object
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.hook import ProcedureHook
@@ -178,7 +178,9 @@ def test_the_same_object_is_still_never_focused_on_twice(played: Played) -> None
     wording (its name or "paint in <its cup>"), for Gate-1 and the policy alike."""
     state = played.after_first_focus
     start = played.steps[0][0]
-    traj = Trajectory(TASK, played.traj.task_name, VARIATION, start.task_description, start)
+    traj = Trajectory(
+        TASK, played.traj.task_name, VARIATION, start.task_description, start, semantics=SEMANTICS
+    )
     hook = PolicyHook(SafetyPolicy())
     for prev, action, result in played.steps:  # the route up to the first focus, recorded as it ran
         traj.record(action, "scripted", result)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.events import ListSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.stagnation import StagnationDetector, is_failure
@@ -61,7 +62,7 @@ def test_verb_loop(env: ScienceWorldAdapter) -> None:
 
 def test_invalid_action_loop(env: ScienceWorldAdapter) -> None:
     traj, reports = run(env, [*PAD, "fly", "jump high", "sing"])
-    assert all(is_failure(t.observation) for t in traj.turns[-3:])
+    assert all(is_failure(SEMANTICS, t.observation) for t in traj.turns[-3:])
     (report,) = reports
     assert report.pattern == "invalid_loop" and report.step == 7
     assert "repeated_observation" in report.patterns  # same failure text three times

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastslow.env.semantics import SEMANTICS, arguments, verb_of
 from fastslow.swift.features import (
     DENSE,
     EVIDENCE_SLOTS,
@@ -12,12 +13,10 @@ from fastslow.swift.features import (
     STATE_SLOTS,
     ActionTable,
     SwiftState,
-    arguments,
     dense_features,
     feature_index,
     linear_scores,
     object_state_keys,
-    verb_of,
 )
 
 TASK = (
@@ -33,7 +32,7 @@ def state(history: list[tuple[str, str, int]]) -> SwiftState:
 
 
 def box_columns(st: SwiftState) -> list[tuple[float, float]]:
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     x = dense_features(table, table.ids(ACTIONS), st)
     agree, unmeasured = DENSE.index("box_agrees"), DENSE.index("box_unmeasured")
     return [(float(r[agree]), float(r[unmeasured])) for r in x]
@@ -50,7 +49,7 @@ def test_feature_matrix_shapes_and_overlap() -> None:
     st = SwiftState(
         "boil", "Your task is to boil water.", 0, "", "", [("open oven", "ok", 0)], ["kitchen"], actions
     )
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     ids = table.ids(actions)
     x = dense_features(table, ids, st)
     assert x.shape == (3, len(DENSE))
@@ -83,10 +82,10 @@ def test_task_template_keys_are_the_same_whatever_the_cache_holds() -> None:
     which actions, in which order, the cache met before, nor on other descriptions in between."""
     other = "Your task is to boil water. First, focus on the water."
     actions = [*ACTIONS, "focus on chocolate", "focus on water", "move chocolate to oven", "wait 10"]
-    fresh = ActionTable()
+    fresh = ActionTable(SEMANTICS)
     ids = fresh.ids(actions)
     want = fresh.task_keys(ids, TASK)
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     ids = table.ids(actions)
     for part in (ids[3:5], ids[::-1], ids[:2]):  # a few at a time, reversed, with another task between
         assert (table.task_keys(part, TASK) == want[[list(ids).index(i) for i in part]]).all()
@@ -100,7 +99,7 @@ def test_task_template_keys_are_the_same_whatever_the_cache_holds() -> None:
 
 
 def _evidence_block(st: SwiftState) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     ids = table.ids(ACTIONS)
     plain_idx, plain_val = feature_index(table, ids, st)
     idx, val = feature_index(table, ids, st, evidence=True)
@@ -135,7 +134,7 @@ def test_evidence_keys_sit_apart_and_only_on_the_alternatives_targets() -> None:
         assert set(ev[row][block[row] > 0]) != set(ev_high[row][val_high[row, k : k + EVIDENCE_SLOTS] > 0])
     # A task without conditional alternatives has no evidence at all.
     boil = SwiftState("boil", "Your task is to boil water.", 0, "", "", [], [], ACTIONS)
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     _, val_boil = feature_index(table, table.ids(ACTIONS), boil, evidence=True)
     assert val_boil[:, k : k + EVIDENCE_SLOTS].sum() == 0
 
@@ -161,7 +160,7 @@ def test_object_state_keys_follow_the_look_not_the_action() -> None:
         )
         return SwiftState("identify-life-stages-2", task, 33, text, "", [], [], actions)
 
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     ids = table.ids(actions)
     rows, keys = object_state_keys(table, ids, look("seedling", "reproducing"))
     assert rows.tolist() == [0, 1] and keys.shape == (2, STATE_SLOTS) and keys[0, 0] != keys[1, 0]

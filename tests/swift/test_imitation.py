@@ -16,7 +16,7 @@ from fastslow.bench.swift import bench_swift
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import is_focus
+from fastslow.env.semantics import SEMANTICS, is_focus
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows
@@ -40,13 +40,13 @@ def test_training_fits_gold_actions_and_roundtrips(gold_dir: Path, tmp_path: Pat
     weights.save(path)
     loaded = SwiftWeights.load(path)
     swift = ImitationSwift(loaded)
-    examples, focus, _ = load_examples(gold_dir, swift.table)
-    assert accuracy(loaded.w, swift.table, examples, loaded.evidence) >= 0.9
+    examples, focus, _ = load_examples(gold_dir, swift.table_for(SEMANTICS))
+    assert accuracy(loaded.w, swift.table_for(SEMANTICS), examples, loaded.evidence) >= 0.9
     assert focus["identify-life-stages-2"]
     # The gold action of every training step is proposed first.
     rows = list(read_rows(gold_dir))
     state = SwiftState.from_row(rows[1])
-    top = state.valid_actions[int(np.argmax(swift.score_state(state)))]
+    top = state.valid_actions[int(np.argmax(swift.score_state(state, SEMANTICS)))]
     assert top == rows[1]["label"]
 
 
@@ -58,7 +58,7 @@ def test_weights_of_more_buckets_train_score_and_refuse_other_sizes(gold_dir: Pa
     rows = list(read_rows(gold_dir))
     state = SwiftState.from_row(rows[1])
     swift = ImitationSwift(weights)
-    assert state.valid_actions[int(np.argmax(swift.score_state(state)))] == rows[1]["label"]
+    assert state.valid_actions[int(np.argmax(swift.score_state(state, SEMANTICS)))] == rows[1]["label"]
     odd = tmp_path / "odd.npz"
     SwiftWeights(np.zeros(1000, dtype=np.float32)).save(odd)
     with pytest.raises(UsageError, match="power of two"):
@@ -192,7 +192,7 @@ def test_packaged_model_proposes_valid_ranked_actions(env: ScienceWorldAdapter) 
     task = get_task(0)
     variation = task.variations["test"][0]
     first = env.reset(0, variation)
-    traj = Trajectory(0, task.name, variation, first.task_description, first)
+    traj = Trajectory(0, task.name, variation, first.task_description, first, semantics=SEMANTICS)
     swift = ImitationSwift(top_k=5)
     proposal = swift.propose(traj)
     assert len(proposal.candidates) == 5
@@ -227,21 +227,21 @@ def test_memories_change_the_ranking(env: ScienceWorldAdapter) -> None:
     hand-set memory weights (the packaged ones are fitted and small, the test above)."""
     task = get_task(0)
     first = env.reset(0, task.variations["test"][0])
-    traj = Trajectory(0, task.name, 0, first.task_description, first)
+    traj = Trajectory(0, task.name, 0, first.task_description, first, semantics=SEMANTICS)
     swift = ImitationSwift(_with_memory_weights(SwiftWeights.load(), MEMORY_WEIGHTS), top_k=3)
     plain = swift.propose(traj)
     top, second = (c.action for c in plain.candidates[:2])
     state = SwiftState.from_trajectory(traj)
-    before = swift.score_state(state).copy()
+    before = swift.score_state(state, SEMANTICS).copy()
     # An avoidance memory on the top action lowers its score by the avoidance weight ...
     i = first.valid_actions.index(top)
     state.memories = [(top, "nothing happened", "avoidance")]
-    assert float(swift.score_state(state)[i]) <= before[i] + MEMORY_WEIGHTS["mem_avoid"] + 1e-3
+    assert float(swift.score_state(state, SEMANTICS)[i]) <= before[i] + MEMORY_WEIGHTS["mem_avoid"] + 1e-3
     # ... and a success memory on a low-ranked action lifts its score.
     low = next(a for a in first.valid_actions if a not in {c.action for c in plain.candidates})
     j = first.valid_actions.index(low)
     state.memories = [(low, "it worked", "success")]
-    assert float(swift.score_state(state)[j]) >= before[j] + 3.0
+    assert float(swift.score_state(state, SEMANTICS)[j]) >= before[j] + 3.0
     # Through the proposer: avoiding the top and a success on the runner-up change the ranking.
     hints = [Hint(top, "nothing happened", "avoidance"), Hint(second, "it worked", "success")]
     assert swift.propose(traj, hints).candidates[0].action == second
@@ -255,7 +255,7 @@ def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorl
     task = get_task(0)
     variation = task.variations["train"][0]
     first = env.reset(0, variation)
-    traj = Trajectory(0, task.name, variation, first.task_description, first)
+    traj = Trajectory(0, task.name, variation, first.task_description, first, semantics=SEMANTICS)
     swift = ImitationSwift(box_features=False)
     states = [SwiftState.from_trajectory(traj)]
     for action in [a for a in first.valid_actions if a.startswith("teleport to ")][:2]:
@@ -265,13 +265,21 @@ def test_scores_from_reused_arrays_equal_fresh_ones_bit_for_bit(env: ScienceWorl
     small = min(states, key=lambda s: len(s.valid_actions))
     assert len(big.valid_actions) > len(small.valid_actions)
     for state in (*states, big, small, big):
-        reused = swift.score_state(state)
-        ids = swift.table.ids(state.valid_actions)
+        reused = swift.score_state(state, SEMANTICS)
+        ids = swift.table_for(SEMANTICS).ids(state.valid_actions)
         w = swift.weights
-        fresh = linear_scores(swift.table, ids, state, w.w, False, evidence=w.evidence, states=w.states)
+        fresh = linear_scores(
+            swift.table_for(SEMANTICS), ids, state, w.w, False, evidence=w.evidence, states=w.states
+        )
         assert np.array_equal(reused, fresh)
         idx, val = feature_index(
-            swift.table, ids, state, False, buckets=len(w.w), evidence=w.evidence, states=w.states
+            swift.table_for(SEMANTICS),
+            ids,
+            state,
+            False,
+            buckets=len(w.w),
+            evidence=w.evidence,
+            states=w.states,
         )
         matrix = (w.w[idx] * val).sum(axis=1)
         np.testing.assert_allclose(reused, matrix, rtol=1e-5, atol=1e-5)
@@ -288,9 +296,13 @@ def test_context_sums_are_dropped_with_their_weights_and_task(env: ScienceWorldA
     w = swift.weights
 
     def check(state: SwiftState, weights: np.ndarray) -> None:
-        ids = swift.table.ids(state.valid_actions)
-        kept = linear_scores(swift.table, ids, state, weights, False, swift.scratch, w.evidence, w.states)
-        fresh = linear_scores(swift.table, ids, state, weights, False, evidence=w.evidence, states=w.states)
+        ids = swift.table_for(SEMANTICS).ids(state.valid_actions)
+        kept = linear_scores(
+            swift.table_for(SEMANTICS), ids, state, weights, False, swift.scratch, w.evidence, w.states
+        )
+        fresh = linear_scores(
+            swift.table_for(SEMANTICS), ids, state, weights, False, evidence=w.evidence, states=w.states
+        )
         assert np.array_equal(kept, fresh)
 
     states = []
@@ -298,7 +310,7 @@ def test_context_sums_are_dropped_with_their_weights_and_task(env: ScienceWorldA
         task = get_task(task_id)
         variation = task.variations["train"][0]
         first = env.reset(task_id, variation)
-        traj = Trajectory(task_id, task.name, variation, first.task_description, first)
+        traj = Trajectory(task_id, task.name, variation, first.task_description, first, semantics=SEMANTICS)
         states.append(SwiftState.from_trajectory(traj))
         for action in [a for a in first.valid_actions if a.startswith("teleport to ")][:3]:
             traj.record(action, "scripted", env.step(action))
@@ -311,8 +323,14 @@ def test_context_sums_are_dropped_with_their_weights_and_task(env: ScienceWorldA
     with pytest.raises(ValueError, match="limit of at least 8"):  # keys of one call would share rows
         ContextSums(limit=4).rows(w.w, states[0].task_description, list(range(8)), 10)
     assert not np.array_equal(
-        swift.score_state(states[0]),
-        linear_scores(swift.table, swift.table.ids(states[0].valid_actions), states[0], doubled, False),
+        swift.score_state(states[0], SEMANTICS),
+        linear_scores(
+            swift.table_for(SEMANTICS),
+            swift.table_for(SEMANTICS).ids(states[0].valid_actions),
+            states[0],
+            doubled,
+            False,
+        ),
     )
 
 

@@ -15,6 +15,7 @@ from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.eval.evaluate import evaluate
@@ -89,7 +90,7 @@ def test_the_reranker_learns_only_from_held_out_episodes(
     assert report["train_steps"] > 0 and report["valid_steps"] > 0 and report["rounds"] >= 1
     assert 0 <= float(report["valid_top1_rerank"]) <= 1 and 0 <= float(report["valid_top1_linear"]) <= 1
     # loaded whole: the same scores as the booster it was saved from, on a real pool
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     examples, _, _ = load_examples(gold, table)
     weights = SwiftWeights.load(linear)
     pool = pool_features(
@@ -180,7 +181,7 @@ def test_the_semantic_columns_are_minilm_cosines_of_the_candidate(
     linear, _, _ = fitted
     reranker = Reranker.load(semantic)
     assert reranker.embedder == MINILM_NAME and reranker.features == (*FEATURES, *SEMANTIC)
-    table = ActionTable()
+    table = ActionTable(SEMANTICS)
     examples, _, _ = load_examples(gold, table)
     example = next(e for e in examples if len(e.state.history) >= 2)
     name, encode = minilm_encoder()

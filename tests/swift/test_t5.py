@@ -14,6 +14,7 @@ import pytest
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows
 from fastslow.swift.t5 import T5Swift, seq2seq_pairs
@@ -59,14 +60,14 @@ def test_tiny_t5_finetunes_and_decodes(
     swift = T5Swift(tuned, top_k=3, num_beams=5, max_new_tokens=16)
     task = get_task(13)
     first = env.reset(13, task.variations["train"][0])
-    proposal = swift.propose(Trajectory(13, task.name, 0, first.task_description, first))
+    proposal = swift.propose(Trajectory(13, task.name, 0, first.task_description, first, semantics=SEMANTICS))
     assert 1 <= len(proposal.candidates) <= 3
     assert all(isinstance(c.action, str) for c in proposal.candidates)
     scores = [c.score for c in proposal.candidates]
     assert scores == sorted(scores, reverse=True)
     assert 0.0 < proposal.confidence <= 1.0
     # SwiftSage's in-place history cleaning depends on the states Swift was asked at: its own calls.
-    traj = Trajectory(13, task.name, 0, first.task_description, first)
+    traj = Trajectory(13, task.name, 0, first.task_description, first, semantics=SEMANTICS)
     assert swift._renamed_lines(traj) == 0
     traj.record("look around", "swift", env.step("look around"))
     traj.record("look around", "sage", env.step("look around"))

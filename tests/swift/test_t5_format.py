@@ -30,6 +30,7 @@ import pytest
 
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import episode_file, example, replay_rows, write_manifest
 from fastslow.swift.t5 import seq2seq_pairs
@@ -86,7 +87,9 @@ def played() -> Iterator[Played]:
     # A fresh JVM: ScienceWorld renames objects after a second reset in the same JVM.
     with ScienceWorldAdapter(simplification="easy") as env:
         first = env.reset(TASK, VARIATION)
-        traj = Trajectory(TASK, get_task(TASK).name, VARIATION, first.task_description, first)
+        traj = Trajectory(
+            TASK, get_task(TASK).name, VARIATION, first.task_description, first, semantics=SEMANTICS
+        )
         renders, rows = [render_trajectory(traj)], []
         for action in ACTIONS:
             rows.append(example(traj, action, action))
@@ -105,7 +108,7 @@ def test_input_is_swiftsages_byte_for_byte(played: Played, step: int) -> None:
 
 def test_training_pairs_use_the_inference_format(played: Played, tmp_path: Path) -> None:
     """`fastslow train swift-t5` inputs, rebuilt from dataset rows, equal the live inference inputs."""
-    rebuilt = [render_trajectory(traj) for _, traj in replay_rows(played.rows)]
+    rebuilt = [render_trajectory(traj) for _, traj in replay_rows(played.rows, SEMANTICS)]
     assert rebuilt == played.renders[:-1]
     with gzip.open(episode_file(tmp_path, TASK, VARIATION), "wt", encoding="utf-8") as fh:
         for row in played.rows:

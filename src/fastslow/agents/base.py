@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.env.tasks import TaskInfo
 from fastslow.errors import FastslowError
@@ -40,6 +41,8 @@ class EpisodeContext:
     variation: int
     episode_id: str
     sink: EventSink
+    semantics: WorldSemantics
+    """What the world's text means (``World.semantics``): the episode's ``Trajectory.semantics``."""
     gold_actions: tuple[str, ...] = field(default=())
     run_id: str = ""
     """The run this episode belongs to ("" outside a run directory)."""

@@ -33,6 +33,7 @@ from fastslow.controller.sage import PlanRequest, Sage, SagePlan
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import select_episodes
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.env.valid import authors_failed
 from fastslow.events import EventSink, ListSink, ModelCall
@@ -70,7 +71,9 @@ def fixture_rounds(simplification: str = "easy") -> FixtureRounds:
         env.reset(TASK, episode.variation, gold=True)
         path = rewrite_for_easy(env.gold_actions) if simplification == "easy" else list(env.gold_actions)
         result = env.reset(TASK, episode.variation)
-        traj = Trajectory(TASK, get_task(TASK).name, episode.variation, result.task_description, result)
+        traj = Trajectory(
+            TASK, get_task(TASK).name, episode.variation, result.task_description, result, SEMANTICS
+        )
         failures: list[Turn] = []
         taken: list[str] = []
         states: list[tuple[Trajectory, list[Turn]]] = []

@@ -36,6 +36,7 @@ from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.tasks import get_task
+from fastslow.env.world import get_world
 from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
 from fastslow.eval.rundir import store_config
 from fastslow.events import JsonlWriter
@@ -144,7 +145,13 @@ def bench_step(
                 steps_before = len(result.agent_ms)
                 with JsonlWriter(Path(tmp) / f"{episode.episode_id}.jsonl") as sink:
                     ctx = EpisodeContext(
-                        info, episode.variation, episode.episode_id, sink, env.gold_actions, "bench"
+                        info,
+                        episode.variation,
+                        episode.episode_id,
+                        sink,
+                        get_world(config.env.world).semantics,
+                        env.gold_actions,
+                        "bench",
                     )
                     agent.reset(ctx, state)
                     try:

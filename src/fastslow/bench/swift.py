@@ -19,6 +19,7 @@ import numpy as np
 from fastslow.core.proposal import Proposer
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.swift.policy import SafetyPolicy
 
@@ -31,7 +32,7 @@ def gather_actions(env: ScienceWorldAdapter, task: int, n_actions: int) -> tuple
     """
     info = get_task(task)
     first = env.reset(task, 0)
-    traj = Trajectory(info.task_id, info.name, 0, first.task_description, first)
+    traj = Trajectory(info.task_id, info.name, 0, first.task_description, first, SEMANTICS)
     seen = dict.fromkeys(first.valid_actions)
     for other in range(task, task + 30):
         if len(seen) >= n_actions:

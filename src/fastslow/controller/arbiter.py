@@ -20,9 +20,9 @@ from fastslow.agents.base import Decision
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.core.hooks import LoopHook
 from fastslow.core.proposal import Proposal, RankedAction
+from fastslow.core.semantics import SWIFTSAGE_FAILURES, WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, SWIFTSAGE_FAILURES, classify_feedback
 from fastslow.vocab import SWIFT_BRANCH, ProcedureRule, StepSource
 
 
@@ -46,9 +46,10 @@ class Block(StrEnum):
     """The authors' loop only: Sage already ran for this env step."""
 
 
-def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
-    """SwiftSage's failure message test: ScienceWorld's no-match reply, or a refusal (a marker word)."""
-    return classify_feedback(observation, markers) in SWIFTSAGE_FAILURES
+def is_failure(semantics: WorldSemantics, observation: str, markers: Iterable[str] | None = None) -> bool:
+    """SwiftSage's failure message test: the world's reply to an unknown action, or a refusal
+    (``markers``: the run's refusal words; None: the world's default)."""
+    return semantics.classify_feedback(observation, markers) in SWIFTSAGE_FAILURES
 
 
 def branch(source: StepSource) -> StepSource:

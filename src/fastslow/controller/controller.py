@@ -59,7 +59,6 @@ from fastslow.core.proposal import Proposal, Proposer
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env import valid
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, FOCUS
 from fastslow.events import (
     BufferClear,
     BufferPop,
@@ -93,11 +92,11 @@ gate, so 4 suffice in practice)."""
 
 
 def make_arbiter(
-    cfg: ControllerConfig, markers: tuple[str, ...], ctx: EpisodeContext, first: StepResult
+    cfg: ControllerConfig, markers: tuple[str, ...] | None, ctx: EpisodeContext, first: StepResult
 ) -> Arbiter:
     """The arbiter of one episode for ``controller.loop``."""
     arbiters: dict[str, Callable[[], Arbiter]] = {
-        "swiftsage": lambda: SwiftSageArbiter(cfg.escalation, markers),
+        "swiftsage": lambda: SwiftSageArbiter(cfg.escalation, ctx.semantics, markers),
         "authors": lambda: AuthorsArbiter.for_episode(
             cfg.escalation, cfg.focus_gate, ctx.task.task_id, first.task_description
         ),
@@ -119,7 +118,7 @@ class SwiftSageAgent:
         hooks: HookFactory | None = None,
         min_confidence: float = 0.0,
         unresolved_fallback: bool = False,
-        markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS,
+        markers: tuple[str, ...] | None = None,
     ) -> None:
         self.swift = swift
         self.sage = sage
@@ -132,9 +131,10 @@ class SwiftSageAgent:
         """True (SRM's Gate-1 on): never send text no check admitted (``Resolver.unresolved``)."""
         self.markers = markers
         """The run's failure markers (``env.failure_markers``): failure messages for escalation, Sage's
-        prompt and the buffer's failure limit."""
+        prompt and the buffer's failure limit (None: the world's default)."""
         self.buffer = ActionBuffer(self.cfg.buffer.size)
-        self.arbiter: Arbiter = SwiftSageArbiter(self.cfg.escalation, markers)
+        self.arbiter: Arbiter
+        """The episode's arbiter (``make_arbiter``), made at each reset."""
         self.sink: EventSink = ListSink()
         self.traj: Trajectory | None = None
         self.hooks: list[LoopHook] = []
@@ -150,7 +150,9 @@ class SwiftSageAgent:
 
     def reset(self, ctx: EpisodeContext, first: StepResult) -> None:
         self.sink = ctx.sink
-        self.traj = Trajectory(ctx.task.task_id, ctx.task.name, ctx.variation, first.task_description, first)
+        self.traj = Trajectory(
+            ctx.task.task_id, ctx.task.name, ctx.variation, first.task_description, first, ctx.semantics
+        )
         self.buffer = ActionBuffer(self.cfg.buffer.size)
         self.arbiter = make_arbiter(self.cfg, self.markers, ctx, first)
         self.hooks = [*self.arbiter.hooks, *self.hook_factory.episode(ctx.memory_key, ctx.sink, first)]
@@ -291,7 +293,7 @@ class SwiftSageAgent:
             )
         self._last = decision
         if decision.source in ("sage", "critic"):
-            failed = is_failure(result.observation, self.markers)
+            failed = is_failure(traj.semantics, result.observation, self.markers)
             dropped = self.buffer.record_outcome(failed, self.cfg.buffer.failure_limit)
             if dropped:
                 self.sink.emit(
@@ -355,7 +357,10 @@ class SwiftSageAgent:
             return action
 
         def unseen_focus(item: Buffered) -> bool:
-            return item.action.startswith(FOCUS) and self.resolver.ground(item.action, view) is None
+            commit = self._traj().semantics.commitment_verb
+            if commit is None or not item.action.startswith(commit):
+                return False
+            return self.resolver.ground(item.action, view) is None
 
         defer = unseen_focus if self.cfg.buffer.defer_unseen_focus else None
         popped = self.buffer.pop_admitted(admit, limit=self.cfg.buffer.scan_limit, defer=defer)

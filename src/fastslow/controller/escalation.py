@@ -7,7 +7,8 @@ last actions). Sage is held back by a cooldown and after consecutive calls, so i
 The rules read counters kept here from the executed steps; the controller only asks ``check``.
 
 A failure message is what SwiftSage counted as one: ScienceWorld's no-match reply or a refusal
-(``Feedback.invalid`` / ``failure`` of ``fastslow.env.semantics``, with the run's ``env.failure_markers``).
+(``Feedback.invalid`` / ``failure`` of the world's ``classify_feedback``, with the run's
+``env.failure_markers``).
 An "Ambiguous request" is not one: the controller answers it at the next step.
 """
 
@@ -32,9 +33,9 @@ from fastslow.controller.arbiter import (
 from fastslow.controller.config import EscalationConfig
 from fastslow.core.hooks import LoopHook
 from fastslow.core.proposal import Proposal
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Turn
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, FOCUS
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,11 @@ class SwiftSageArbiter:
     no candidate grounds is sent as Swift wrote it unless Gate-1 is on)."""
 
     cfg: EscalationConfig
-    markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS
-    """The run's failure markers (``env.failure_markers``) the failure streak counts with."""
+    semantics: WorldSemantics
+    """What the world's text means: its failure messages, its focus-like commitment."""
+    markers: tuple[str, ...] | None = None
+    """The run's failure markers (``env.failure_markers``) the failure streak counts with (None: the
+    world's default)."""
     actions: list[str] = field(default_factory=list)
     rewards: list[int] = field(default_factory=list)
     no_action_streak: int = 0
@@ -76,7 +80,14 @@ class SwiftSageArbiter:
             self.no_action_streak = 0
         if cfg.failure_streak and self.failure_streak >= cfg.failure_streak:
             return Rule.FAILURE_MESSAGES, f"{self.failure_streak} failure messages in a row"
-        if cfg.focus_needs_sage and self.sage_calls == 0 and swift_action and swift_action.startswith(FOCUS):
+        commit = self.semantics.commitment_verb
+        if (
+            cfg.focus_needs_sage
+            and self.sage_calls == 0
+            and swift_action
+            and commit
+            and swift_action.startswith(commit)
+        ):
             return Rule.FOCUS_BEFORE_SAGE, f"Swift wants '{swift_action}' before Sage has planned"
         if swift_action is None:
             return None
@@ -157,7 +168,7 @@ class SwiftSageArbiter:
 
     def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
         """The failed steps Sage's prompt lists: every failure message of the episode so far."""
-        return [t for t in turns if is_failure(t.observation, self.markers)]
+        return [t for t in turns if is_failure(self.semantics, t.observation, self.markers)]
 
     def blocked(self, step: int, rule: Rule) -> Block | None:
         """Whether Sage may be called at this timestep (cooldown, consecutive-call limit)."""
@@ -182,5 +193,7 @@ class SwiftSageArbiter:
         self.rewards.append(result.reward)
         if branch(decision.source) == "swift":
             self.consecutive_sage = 0
-        self.failure_streak = self.failure_streak + 1 if is_failure(result.observation, self.markers) else 0
+        self.failure_streak = (
+            self.failure_streak + 1 if is_failure(self.semantics, result.observation, self.markers) else 0
+        )
         return None

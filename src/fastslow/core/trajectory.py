@@ -2,7 +2,8 @@
 
 One object per episode, updated after every env step, so every component sees the same history
 (SwiftSage's input: task; time and score; recent actions with reward and observation; look;
-inventory; visited rooms).
+inventory; visited rooms). It carries the world's ``WorldSemantics`` (``semantics``): what the
+episode's text means to every component that reads it.
 """
 
 from __future__ import annotations
@@ -10,25 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.vocab import StepSource
-
-_ROOM = re.compile(r"This room is called the ([^.]+)\.")
-
-
-def room_of(look: str) -> str:
-    """The room named in a ``look around`` text ('' if none)."""
-    match = _ROOM.search(look)
-    return match.group(1).strip() if match else ""
-
 
 _PLACE = re.compile(r"called the ([^.]+)")
 
 
 def place_of(look: str) -> str:
-    """Where a ``look around`` text is: the first sentence's "called the X" ('' if none). Unlike
-    ``room_of`` it knows the outside ("This outside location is called the outside."), as the paper
-    authors' room test does."""
+    """Where a ScienceWorld ``look around`` text is: the first sentence's "called the X" ('' if none).
+    Unlike ``WorldSemantics.location`` it knows the outside ("This outside location is called the
+    outside."), as the paper authors' room test does (their profile's Sage prompts)."""
     match = _PLACE.search(look.split(".")[0])
     return match.group(1).strip() if match else ""
 
@@ -52,6 +45,8 @@ class Trajectory:
     variation: int
     task_description: str
     current: StepResult
+    semantics: WorldSemantics
+    """What the world's text means (``World.semantics``): rooms here, verbs and feedback to readers."""
     turns: list[Turn] = field(default_factory=list)
     visited_rooms: list[str] = field(default_factory=list)
     """Rooms in order of first visit."""
@@ -75,10 +70,10 @@ class Trajectory:
 
     @property
     def room(self) -> str:
-        return room_of(self.current.look)
+        return self.semantics.location(self.current.look)
 
     def _visit(self, result: StepResult) -> None:
-        room = room_of(result.look)
+        room = self.semantics.location(result.look)
         if room:
             if room not in self.room_looks:
                 self.visited_rooms.append(room)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fastslow.core.semantics import WorldSemantics
 from fastslow.env.episodes import Episode, select_episodes
+from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import TaskInfo, all_tasks, get_task
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ class ScienceWorld:
 
     name = "scienceworld"
     packages: tuple[str, ...] = ("scienceworld",)
+    semantics: WorldSemantics = SEMANTICS
 
     def make_env(self, env: EnvConfig) -> ScienceWorldAdapter:
         from fastslow.env.scienceworld import ScienceWorldAdapter

@@ -48,8 +48,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import lru_cache
+
+from fastslow.core.semantics import (
+    AVOIDANCE_FEEDBACK as AVOIDANCE_FEEDBACK,
+)
+from fastslow.core.semantics import FUNCTION_WORDS, Feedback
+from fastslow.core.semantics import (
+    STAGNATION_FAILURES as STAGNATION_FAILURES,
+)
+from fastslow.core.semantics import (
+    SWIFTSAGE_FAILURES as SWIFTSAGE_FAILURES,
+)
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -108,9 +118,8 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-STOPWORDS = _wordset("a an the of to in on into from and with is it that")
-"""Function words that name no object. Swift's hashed features drop exactly these: the packaged weights
-were trained with this set, so changing it changes every feature of every action."""
+STOPWORDS = FUNCTION_WORDS
+"""Function words that name no object (``core.semantics.FUNCTION_WORDS``)."""
 RECORD_STOPWORDS = STOPWORDS | _wordset(
     """are as at be by for has have here its or their then there these this was were which you your
     called room see also contains containing nothing"""
@@ -233,24 +242,6 @@ CRITIC_FAILURE_SIGNAL: tuple[str, ...] = (*CRITIC_REFUSALS[:5], "not possible", 
 """Phrases (lower case, substrings) of the last two observations that are the authors' failure signal of
 the recent history: AMM's fresh Critic evidence then includes an avoidance memory."""
 
-
-class Feedback(StrEnum):
-    """What one observation says about the action that produced it (module docstring: the rules)."""
-
-    OK = "ok"
-    INVALID = "invalid"
-    AMBIGUOUS = "ambiguous"
-    CANCELLED = "cancelled"
-    FAILURE = "failure"
-    NO_EFFECT = "no_effect"
-
-
-SWIFTSAGE_FAILURES = frozenset({Feedback.INVALID, Feedback.FAILURE})
-"""SwiftSage's failure messages: escalation's failure streak, the buffer's failure limit, Sage's list."""
-STAGNATION_FAILURES = frozenset({Feedback.INVALID, Feedback.AMBIGUOUS, Feedback.FAILURE})
-"""Steps SRM's invalid_loop counts: input ScienceWorld did not execute, or refused."""
-AVOIDANCE_FEEDBACK = frozenset({Feedback.INVALID})
-"""Feedback AMM stores as an invalid-action avoidance record (and leaves out of a record's context)."""
 
 _NO_EFFECT = re.compile(r"\balready\b|\bnothing to\b|\bno items to\b", re.IGNORECASE)
 _CANNOT = re.compile(r"\bcannot\b")
@@ -772,3 +763,60 @@ def device_states(text: str) -> frozenset[str]:
     """The states a room description gives its devices ("a red light bulb, which is on", "a switch,
     which is off" -> {"on", "off"})."""
     return frozenset(_DEVICE_STATE.findall(text.lower()))
+
+
+# -- the world seam ----------------------------------------------------------------------------------
+_ROOM = re.compile(r"This room is called the ([^.]+)\.")
+
+
+def room_of(look: str) -> str:
+    """The room named in a ``look around`` text ('' if none)."""
+    match = _ROOM.search(look)
+    return match.group(1).strip() if match else ""
+
+
+class ScienceWorldSemantics:
+    """ScienceWorld's answers to ``fastslow.core.semantics.WorldSemantics``: this module's functions."""
+
+    name = "scienceworld"
+    success_score = SUCCESS_SCORE
+    failure_score = FAILURE_SCORE
+    default_failure_markers = DEFAULT_FAILURE_MARKERS
+    navigation_verbs = NAVIGATION_VERBS
+    argument_joiners = ARGUMENT_JOINERS
+    commitment_verb: str | None = FOCUS
+
+    @staticmethod
+    def normalize(action: str) -> str:
+        return normalize(action)
+
+    @staticmethod
+    def verb_of(action: str) -> str:
+        return verb_of(action)
+
+    @staticmethod
+    def arguments(action: str) -> list[str]:
+        return arguments(action)
+
+    @staticmethod
+    def go_to(place: str) -> tuple[str, ...]:
+        """ "teleport to <room>" (the "easy" simplification's), and "go to <room>" (without it)."""
+        return (teleport_to(place), f"go to {place}")
+
+    @staticmethod
+    def location(look: str) -> str:
+        """ "This room is called the kitchen." -> "kitchen" (``room_of``)."""
+        return room_of(look)
+
+    @staticmethod
+    def places(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
+        """The rooms (``known_rooms``: teleport targets and rooms visited)."""
+        return known_rooms(valid_actions, visited)
+
+    @staticmethod
+    def classify_feedback(observation: str, markers: Iterable[str] | None = None) -> Feedback:
+        return classify_feedback(observation, DEFAULT_FAILURE_MARKERS if markers is None else markers)
+
+
+SEMANTICS = ScienceWorldSemantics()
+"""ScienceWorld's ``WorldSemantics`` (``World.semantics``; ``Trajectory.semantics`` of its episodes)."""

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Protocol, Self
 
+from fastslow.core.semantics import WorldSemantics
 from fastslow.env.config import DEFAULT_WORLD
 from fastslow.env.wrappers import Env
 from fastslow.errors import UsageError
@@ -67,6 +68,11 @@ class World(Protocol):
     @property
     def name(self) -> str:
         """``EnvConfig.world``'s value for it (``scienceworld``, ``textworldexpress``)."""
+        ...
+
+    @property
+    def semantics(self) -> WorldSemantics:
+        """What the world's text means to the agent (``fastslow.core.semantics``)."""
         ...
 
     @property

@@ -39,7 +39,7 @@ from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import OBSERVE_ONLY, SUCCESS_SCORE
+from fastslow.env.semantics import OBSERVE_ONLY, SEMANTICS, SUCCESS_SCORE
 from fastslow.env.tasks import get_task
 from fastslow.env.wrappers import Env, Wrapper
 from fastslow.errors import UsageError
@@ -123,7 +123,7 @@ class ExpertRecorder(Wrapper):
     def reset(self, task: int | str, variation: int, *, gold: bool = False) -> StepResult:
         first = self.env.reset(task, variation, gold=gold)
         info = get_task(task)
-        self._traj = Trajectory(info.task_id, info.name, variation, first.task_description, first)
+        self._traj = Trajectory(info.task_id, info.name, variation, first.task_description, first, SEMANTICS)
         self._pointer = GoldPointer(self.paths[(info.task_id, variation)])
         self.rows, self._seen = [], set()
         return first

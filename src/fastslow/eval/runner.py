@@ -159,7 +159,13 @@ def run_episode(
                 jvm = JvmHistory(episodes=list(jvm_history), gold=agent.needs_gold)
             sink.emit(_header(episode, config, result.task_description if result else "", replay, jvm))
         ctx = EpisodeContext(
-            world.task(episode.task_id), episode.variation, episode.episode_id, sink, env.gold_actions, run_id
+            world.task(episode.task_id),
+            episode.variation,
+            episode.episode_id,
+            sink,
+            world.semantics,
+            env.gold_actions,
+            run_id,
         )
         if replay is not None:
             replay.start(result.task_description)

@@ -95,8 +95,8 @@ def repeated_invalid(traj: Trajectory) -> bool:
     return (
         len(turns) >= 2
         and turns[-1].action.strip().lower() == turns[-2].action.strip().lower()
-        and is_invalid_feedback(turns[-1].observation)
-        and is_invalid_feedback(turns[-2].observation)
+        and is_invalid_feedback(traj.semantics, turns[-1].observation)
+        and is_invalid_feedback(traj.semantics, turns[-2].observation)
     )
 
 
@@ -135,9 +135,11 @@ def progressed(
     if cfg.tagging == "authors":
         if prev.done:
             return False
-        salience = classify_authors(action, result, best_score_before(traj, result.steps), cfg)
+        salience = classify_authors(
+            traj.semantics, action, result, best_score_before(traj, result.steps), cfg
+        )
     else:
-        salience = classify(action, prev, result, cfg)
+        salience = classify(traj.semantics, action, prev, result, cfg)
     return salience is not None and salience.tag != "avoidance"
 
 

@@ -7,9 +7,10 @@ action and the state after it. The gate keeps only informative transitions:
 - near-miss: partial progress (``small_reward`` <= gain < milestone) - the bulk of the paper's writes;
 - avoidance: explicit invalid-action feedback, a task-ending failure (-100), a score loss.
 
-Invalid-action feedback is ScienceWorld's no-match reply (``Feedback.invalid`` of
-``fastslow.env.semantics``), whatever the run's failure markers: an "Ambiguous request" or a refusal
-("The table is not openable.") says nothing about the action in another state, so neither is stored.
+Invalid-action feedback is the world's reply to an action it does not know (``Feedback.invalid`` of the
+episode's ``WorldSemantics``; ScienceWorld's no-match reply), whatever the run's failure markers: an
+ambiguity prompt or a refusal ("The table is not openable.") says nothing about the action in another
+state, so neither is stored. Scores, rooms and the focus-like commitment are the world's too.
 
 Shaping actions (wait, wait1, wait2) are never stored. A store error is logged as a ``MemoryFallback``
 and swallowed: memory is informational and must never end an episode.
@@ -23,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastslow.core.semantics import AVOIDANCE_FEEDBACK, WorldSemantics
 from fastslow.core.step import StepResult
-from fastslow.core.trajectory import Trajectory, room_of
-from fastslow.env.semantics import AVOIDANCE_FEEDBACK, FAILURE_SCORE, FOCUS, SUCCESS_SCORE, classify_feedback
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.world import get_world
 from fastslow.events import EndState, EventSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import SalienceConfig
@@ -42,34 +43,39 @@ class Salience:
     subtag: str
 
 
-def is_invalid_feedback(observation: str) -> bool:
-    """ScienceWorld did not know the action: an avoidance record, and no step of a record's context."""
-    return classify_feedback(observation) in AVOIDANCE_FEEDBACK
+def is_invalid_feedback(semantics: WorldSemantics, observation: str) -> bool:
+    """The world did not know the action: an avoidance record, and no step of a record's context."""
+    return semantics.classify_feedback(observation) in AVOIDANCE_FEEDBACK
 
 
-def classify(action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig) -> Salience | None:
+def classify(
+    semantics: WorldSemantics, action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig
+) -> Salience | None:
     """The salience gate: the record type of an informative transition, None for an uninformative one."""
     act = action.strip().lower()
+    success, failure = semantics.success_score, semantics.failure_score
+    commit = semantics.commitment_verb
+    focus = commit is not None and act.startswith(commit)
     if act in {a.lower() for a in cfg.shaping_actions}:
         return None
     gain = result.score - prev.score
     # Only the step that reaches the end state is terminal; steps played after it (the env keeps
     # reporting the end state) are not evidence of anything.
-    if result.score >= SUCCESS_SCORE > prev.score:
+    if result.score >= success > prev.score:
         return Salience("success", "terminal")
-    failed = result.end is EndState.FAILURE or result.score <= FAILURE_SCORE
-    if failed and prev.end is not EndState.FAILURE and prev.score > FAILURE_SCORE:
+    failed = result.end is EndState.FAILURE or result.score <= failure
+    if failed and prev.end is not EndState.FAILURE and prev.score > failure:
         return Salience("avoidance", "task-failure") if cfg.store_failure else None
     if gain >= cfg.milestone_reward:
-        return Salience("success", "focus" if act.startswith(FOCUS) else "milestone")
-    if gain > 0 and act.startswith(FOCUS):
+        return Salience("success", "focus" if focus else "milestone")
+    if gain > 0 and focus:
         # Focusing on the right object is a subgoal of its own in ScienceWorld, however small its reward.
         return Salience("success", "focus")
     if gain >= cfg.small_reward:
         return Salience("near-miss", "progress")
     if gain < 0:
         return Salience("avoidance", "score-loss")
-    if cfg.store_invalid and is_invalid_feedback(result.observation):
+    if cfg.store_invalid and is_invalid_feedback(semantics, result.observation):
         return Salience("avoidance", "invalid-action")
     return None
 
@@ -107,7 +113,7 @@ def best_score_before(traj: Trajectory, step: int) -> int:
 
 
 def classify_authors(
-    action: str, result: StepResult, best_before: int, cfg: SalienceConfig
+    semantics: WorldSemantics, action: str, result: StepResult, best_before: int, cfg: SalienceConfig
 ) -> Salience | None:
     """The authors' gate on one transition, in their order of precedence.
 
@@ -122,7 +128,7 @@ def classify_authors(
     gain = score - best_before
     refused = any(phrase in obs for phrase in AUTHORS_REFUSALS)
     if result.done:
-        if score == SUCCESS_SCORE:
+        if score == semantics.success_score:
             return Salience("success", "terminal_task_completion")
         return Salience("avoidance", "terminal_incorrect") if cfg.store_failure else None
     if refused:
@@ -155,7 +161,11 @@ def build_record(
     if cfg.tagging == "authors":
         return _authors_record(traj, action, result, salience, episode_id, family)
     # Invalid no-op steps changed nothing: they are not part of the path that led here.
-    earlier = [t for t in traj.turns if t.step < result.steps and not is_invalid_feedback(t.observation)]
+    earlier = [
+        t
+        for t in traj.turns
+        if t.step < result.steps and not is_invalid_feedback(traj.semantics, t.observation)
+    ]
     # One line per turn: raw observations carry newlines and tabs, and a recent line is shown as one
     # "earlier:" line of a prompt block, where a line break would start a line of its own.
     recent = tuple(
@@ -169,7 +179,7 @@ def build_record(
         task_family=family,
         episode_id=episode_id,
         step=result.steps,
-        room=room_of(prev.look) or traj.room,
+        room=traj.semantics.location(prev.look) or traj.room,
         inventory=inventory_summary(prev.inventory),
         recent=recent,
         action=action.strip(),
@@ -200,7 +210,7 @@ def _authors_record(
         task_family=family,
         episode_id=episode_id,
         step=result.steps,
-        room=room_of(result.look) or traj.room,
+        room=traj.semantics.location(result.look) or traj.room,
         inventory=inventory_summary(result.inventory),
         recent=tuple(
             f"{one_line(t.action)} -> {one_line(t.observation)[:AUTHORS_RECENT_CHARS]}" for t in earlier
@@ -247,9 +257,9 @@ class MemoryWriter:
             if prev.done:  # the authors' loop stops at the end: nothing after it is a transition
                 return None
             best = best_score_before(traj, result.steps)
-            salience = classify_authors(action, result, best, self.cfg)
+            salience = classify_authors(traj.semantics, action, result, best, self.cfg)
         else:
-            salience = classify(action, prev, result, self.cfg)
+            salience = classify(traj.semantics, action, prev, result, self.cfg)
         if salience is None:
             return None
         key = (salience.tag, salience.subtag, action.strip().lower())

@@ -38,6 +38,7 @@ from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.tasks import get_task
+from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.events import ListSink
 from fastslow.memory.config import AmmConfig
@@ -197,7 +198,7 @@ def collect(
         name = f"{int(rows[0]['task_id']):02d}-{int(rows[0]['variation']):04d}"
         memory = EpisodeMemory(amm, store, ListSink(), f"t1-fit/{name}", writable=False)
         previous = None
-        for row, traj in replay_rows(rows):
+        for row, traj in replay_rows(rows, get_world().semantics):
             if previous is not None:
                 policy.observe(previous, traj.turns[-1].action, traj.current)
             previous = traj.current
@@ -255,10 +256,11 @@ class _Step:
     def scores(self, memories: Sequence[MemoryHint]) -> Rung:
         """Swift's raw scores, the policy's adjusted ones, and the memory columns of every action."""
         state = self.swift.state_of(self.traj, memories)
-        raw = self.swift.score_state(state)
+        raw = self.swift.score_state(state, self.traj.semantics)
         adjusted = self.policy.adjust(self.valid, raw, self.traj.current, self.traj.task_name)
-        ids = self.swift.table.ids(self.valid)
-        return Rung(raw, adjusted, dense_features(self.swift.table, ids, state, self.box)[:, _COLUMNS])
+        table = self.swift.table_for(self.traj.semantics)
+        ids = table.ids(self.valid)
+        return Rung(raw, adjusted, dense_features(table, ids, state, self.box)[:, _COLUMNS])
 
     def capture(self, found: list[Rung]) -> Callable[[list[Any]], Proposal]:
         """A T1 retry that records what Swift would see and proposes nothing (every rung runs)."""

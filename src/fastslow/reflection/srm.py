@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from fastslow.core.focus import FocusJudge
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.events import EventSink, StagnationReport
 from fastslow.models import ChatModel
 from fastslow.reflection.config import CriticConfig, SrmConfig
@@ -40,7 +39,7 @@ class Srm:
         *,
         sink: EventSink,
         model: ChatModel | None = None,
-        markers: tuple[str, ...] = DEFAULT_FAILURE_MARKERS,
+        markers: tuple[str, ...] | None = None,
         judge: FocusJudge | None = None,
     ) -> Srm | None:
         """SRM for one episode, or None when SRM is off. ``model`` overrides ``critic.model`` (shared

@@ -5,10 +5,10 @@ Called once after every env step. It keeps its own record of the effective state
 state; the ``Trajectory`` keeps observations but not per-step states. Thresholds are the authors'
 (docs/srm.md, "Stagnation detector"): same observation x3, same action x2 without effect, same verb
 x3 without effect, >= 4 of the last 5 steps navigating among <= 2 distinct (room, inventory) states,
-window 5, nothing before step 5; plus a loop of failure observations: ScienceWorld's no-match reply,
-an "Ambiguous request" (a step whose input was not executed) or a refusal
-(``fastslow.env.semantics``: feedback invalid / ambiguous / failure, the refusals found by the run's
-``env.failure_markers``).
+window 5, nothing before step 5; plus a loop of failure observations: the world's reply to an action
+it does not know, an ambiguity prompt (a step whose input was not executed) or a refusal (the episode's
+``WorldSemantics.classify_feedback``: invalid / ambiguous / failure, ScienceWorld's refusals found by
+the run's ``env.failure_markers``). Rooms, verbs and navigation are the world's too.
 
 ``stagnation.no_effect: observation`` (the authors' profile, configs/srm.yaml) runs the patterns as the
 paper's authors' detector tests them: a repeat "without effect" is one whose observation repeats
@@ -24,15 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fastslow.core.focus import FocusJudge
+from fastslow.core.semantics import STAGNATION_FAILURES, WorldSemantics
 from fastslow.core.step import StepResult
-from fastslow.core.trajectory import Trajectory, Turn, room_of
-from fastslow.env.semantics import (
-    DEFAULT_FAILURE_MARKERS,
-    NAVIGATION_VERBS,
-    STAGNATION_FAILURES,
-    classify_feedback,
-    verb_of,
-)
+from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.events import EventSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.focus import focus_limit_for, focused_targets
@@ -43,9 +37,10 @@ _OPEN_DOOR = "open door to "
 PATTERNS = STAGNATION_PATTERNS
 
 
-def is_failure(observation: str, markers: Iterable[str] = DEFAULT_FAILURE_MARKERS) -> bool:
-    """A step the invalid loop counts: unknown or ambiguous input, or a refusal (a marker word)."""
-    return classify_feedback(observation, markers) in STAGNATION_FAILURES
+def is_failure(semantics: WorldSemantics, observation: str, markers: Iterable[str] | None = None) -> bool:
+    """A step the invalid loop counts: unknown or ambiguous input, or a refusal (``markers``: the run's
+    refusal words; None: the world's default)."""
+    return semantics.classify_feedback(observation, markers) in STAGNATION_FAILURES
 
 
 @dataclass(frozen=True)
@@ -74,19 +69,21 @@ class StagnationDetector:
         *,
         sink: EventSink | None = None,
         first: StepResult | None = None,
-        markers: Iterable[str] = DEFAULT_FAILURE_MARKERS,
+        markers: Iterable[str] | None = None,
         judge: FocusJudge | None = None,
     ) -> None:
         """``first``: the episode's reset result, so the first step's effect can be judged too
         (without it the first step counts as having an effect). ``markers``: the run's
-        ``env.failure_markers``, which decide what the invalid loop counts as a refusal. ``judge``:
+        ``env.failure_markers``, which decide what the invalid loop counts as a refusal (None: the
+        world's default). The world's semantics are the trajectory's, read at each update. ``judge``:
         the task-specific focus rules, whose budget the report's constraints state (``procedures``)."""
         self.config = config or StagnationConfig()
-        self.markers = tuple(markers)
+        self.markers = None if markers is None else tuple(markers)
         self.sink = sink
         self.judge = judge
         self._snaps: list[_Snapshot] = []
-        self._start = (room_of(first.look), first.inventory, first.look) if first is not None else None
+        self._first = first
+        self._semantics: WorldSemantics | None = None
         self._last_reported: dict[StagnationPattern, int] = {}
 
     def update(self, traj: Trajectory) -> StagnationReport | None:
@@ -123,12 +120,13 @@ class StagnationDetector:
         return report
 
     def _record(self, traj: Trajectory) -> None:
-        turn, cur = traj.turns[-1], traj.current
-        room = room_of(cur.look)
+        turn, cur, semantics = traj.turns[-1], traj.current, traj.semantics
+        self._semantics = semantics
+        room = semantics.location(cur.look)
+        first = self._first
+        start = (semantics.location(first.look), first.inventory, first.look) if first is not None else None
         before = (
-            (self._snaps[-1].room, self._snaps[-1].inventory, self._snaps[-1].look)
-            if self._snaps
-            else self._start
+            (self._snaps[-1].room, self._snaps[-1].inventory, self._snaps[-1].look) if self._snaps else start
         )
         effect = turn.reward != 0 or before is None or (room, cur.inventory, cur.look) != before
         obs = " ".join(turn.observation.split()).lower()
@@ -149,14 +147,19 @@ class StagnationDetector:
     def _by_observation(self) -> bool:
         return self.config.no_effect == "observation"
 
+    @property
+    def semantics(self) -> WorldSemantics:
+        assert self._semantics is not None, "detectors run after _record"
+        return self._semantics
+
     def _navigates(self, action: str) -> bool:
-        if verb_of(action) in NAVIGATION_VERBS:
+        if self.semantics.verb_of(action) in self.semantics.navigation_verbs:
             return True
         return self.config.open_door_navigates and action.lower().startswith(_OPEN_DOOR)
 
     # Each detector returns (evidence steps, actions to avoid) or None.
     def _invalid_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
-        bad = [s for s in window if is_failure(s.turn.observation, self.markers)]
+        bad = [s for s in window if is_failure(self.semantics, s.turn.observation, self.markers)]
         if len(bad) < self.config.invalid_loop:
             return None
         return [s.turn.step for s in bad], [s.turn.action for s in bad]
@@ -188,7 +191,7 @@ class StagnationDetector:
     def _verb_loop(self, window: list[_Snapshot]) -> tuple[list[int], list[str]] | None:
         n = self.config.verb_loop
         tail = window[-n:]
-        if len(tail) < n or len({verb_of(s.turn.action) for s in tail}) != 1:
+        if len(tail) < n or len({self.semantics.verb_of(s.turn.action) for s in tail}) != 1:
             return None
         # The authors: the verb run's last two observations match; fastslow: no step of it had an effect.
         if self._by_observation:
@@ -224,14 +227,17 @@ def _inventory_key(inventory: str) -> str:
 
 
 def runtime_constraints(traj: Trajectory, avoid: list[str], judge: FocusJudge | None = None) -> list[str]:
-    """The constraints the Critic must respect, in words (rendered into its prompt)."""
-    done = sorted(focused_targets(traj))
-    limit = focus_limit_for(traj.task_name, traj.task_description, judge)
-    lines = [
-        f"focus actions used: {len(done)} of {limit}" + (f" (on: {', '.join(done)})" if done else ""),
-        "never focus on an object the task does not ask for: a wrong focus fails the task",
-        f"rooms visited: {', '.join(traj.visited_rooms) or 'none'}",
-    ]
+    """The constraints the Critic must respect, in words (rendered into its prompt); the focus budget
+    only in a world with a focus-like commitment."""
+    lines = []
+    if traj.semantics.commitment_verb is not None:
+        done = sorted(focused_targets(traj))
+        limit = focus_limit_for(traj.task_name, traj.task_description, judge)
+        lines += [
+            f"focus actions used: {len(done)} of {limit}" + (f" (on: {', '.join(done)})" if done else ""),
+            "never focus on an object the task does not ask for: a wrong focus fails the task",
+        ]
+    lines.append(f"rooms visited: {', '.join(traj.visited_rooms) or 'none'}")
     if avoid:
         lines.append(f"do not repeat: {'; '.join(avoid)}")
     return lines

@@ -32,7 +32,7 @@ def make_proposer(
     if config.backend in ("imitation", "rerank"):
         from fastslow.swift.imitation import ImitationSwift, SwiftWeights
 
-        path = Path(config.model_path) if config.model_path else None
+        path = config.weights_file()
         linear = ImitationSwift(SwiftWeights.load(path), top_k=k, box_features=box_features)
         if config.backend == "imitation" or config.rerank_path is None:
             return linear
@@ -56,12 +56,14 @@ def check_swift(config: SwiftConfig) -> None:
             raise UsageError("swift.backend=t5 needs swift.model_path: a local seq2seq checkpoint directory")
         if not Path(config.model_path).is_dir():
             raise UsageError(f"T5 Swift checkpoint directory not found: {config.model_path}")
-    elif config.model_path and not Path(config.model_path).is_file():
-        raise UsageError(f"Swift model not found: {config.model_path}")
+    else:
+        path = config.weights_file()
+        if path is not None and not path.is_file():
+            raise UsageError(f"Swift model not found: {config.model_path}")
     if config.rerank_path is not None:
         from fastslow.swift.rerank import Reranker, sha256_of
 
-        linear = sha256_of(Path(config.model_path) if config.model_path else None)
+        linear = sha256_of(config.weights_file())
         Reranker.load(Path(config.rerank_path)).require_linear(linear)
 
 
@@ -74,7 +76,7 @@ def make_policy(config: SwiftConfig) -> SafetyPolicy:
         from fastslow.swift.imitation import SwiftWeights
 
         linear = config.backend in ("imitation", "rerank")
-        path = Path(config.model_path) if linear and config.model_path else None
+        path = config.weights_file() if linear else None
         focus = SwiftWeights.load(path).focus_words
     except UsageError:
         focus = {}

@@ -3,6 +3,8 @@ model), owned by the component and composed into ``RunConfig`` by ``fastslow.con
 
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -18,8 +20,10 @@ class SwiftConfig(StrictModel):
     candidates re-ordered by a LightGBM reranker (``swift/rerank.py``, the rank extra); t5 = a local
     Flan-T5 seq2seq checkpoint."""
     model_path: str | None = None
-    """imitation and rerank: the linear weights file (.npz) from `fastslow train swift`; default: the
-    packaged model. t5: directory of a seq2seq checkpoint (required)."""
+    """imitation and rerank: the linear weights file (.npz) from `fastslow train swift`, or
+    ``packaged:NAME`` for a weights file shipped in the package (``swift/weights/NAME``, e.g.
+    ``packaged:twx-imitation.npz``, TextWorldExpress's Swift); default: the packaged ScienceWorld
+    model. t5: directory of a seq2seq checkpoint (required)."""
     rerank_path: str | None = None
     """rerank: the reranker file from `fastslow train swift-rerank` (required; fitted on the linear
     weights of ``model_path``, which it checks)."""
@@ -53,6 +57,26 @@ class SwiftConfig(StrictModel):
             )
         return data
 
+    def weights_file(self) -> Path | None:
+        """The linear weights file ``model_path`` names (imitation, rerank): None for the packaged
+        default, the shipped file for ``packaged:NAME``, else the path as given."""
+        if not self.model_path:
+            return None
+        if self.model_path.startswith(PACKAGED):
+            return Path(str(resources.files("fastslow.swift") / "weights" / self.model_path[len(PACKAGED) :]))
+        return Path(self.model_path)
+
+    @model_validator(mode="after")
+    def _packaged_weights(self) -> SwiftConfig:
+        if self.model_path and self.model_path.startswith(PACKAGED):
+            name = self.model_path[len(PACKAGED) :]
+            if self.backend == "t5" or not name.endswith(".npz") or "/" in name or "\\" in name:
+                raise ValueError(
+                    f"{PACKAGED}NAME names a .npz weights file shipped in fastslow (swift/weights/) for "
+                    f"backend imitation or rerank; got {self.model_path!r}, backend {self.backend}"
+                )
+        return self
+
     @model_validator(mode="after")
     def _t5_knobs_need_t5(self) -> SwiftConfig:
         # A beam setting on the imitation ranker would be silently ignored; compared with the default
@@ -74,3 +98,6 @@ class SwiftConfig(StrictModel):
 
 
 _DEFAULTS = {"num_beams": 5, "max_new_tokens": 16}
+PACKAGED = "packaged:"
+"""``swift.model_path``'s prefix for a weights file shipped in the package (``SwiftConfig.weights_file``):
+a configuration names it wherever fastslow is installed."""

@@ -14,8 +14,12 @@ Candidate keys depend only on the action string, so they are hashed once and cac
 ``ActionTable``; a decision over ~3,000 valid actions is then a few numpy gathers (``fastslow bench
 swift``). Hashes use CRC32, so they are stable across processes and Python versions.
 
-Verbs, arguments and stopwords are ScienceWorld's (``fastslow.env.semantics``); the packaged weights
-were trained with exactly these, so a change there changes every hashed feature.
+Verbs, arguments, argument joiners, navigation and rooms are the world's (the ``WorldSemantics`` an
+``ActionTable`` is made with: the episode's ``Trajectory.semantics``, or the training data's world);
+stopwords are ``core.semantics.FUNCTION_WORDS``. The packaged weights were trained with exactly these,
+so a change there changes every hashed feature. The conditional-alternative, thermometer, device and
+object-state features read ScienceWorld's texts (``fastslow.env.semantics``) and are 0 in a world
+whose texts have none of them.
 """
 
 from __future__ import annotations
@@ -30,22 +34,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fastslow.core.trajectory import Trajectory, room_of
+from fastslow.core.semantics import FUNCTION_WORDS, WorldSemantics
+from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import (
-    ARGUMENT_JOINERS,
-    NAVIGATION_VERBS,
     STATES_OF_MATTER,
-    STOPWORDS,
     Alternative,
     conditional_alternatives,
     described_contents,
     device_states,
-    normalize,
-    teleport_to,
     thermometer_reading,
 )
-from fastslow.env.semantics import arguments as arguments  # re-exported: swift/train.py, swift/policy.py
-from fastslow.env.semantics import verb_of as verb_of  # re-exported: swift/train.py
 from fastslow.swift.answer_box import box_features
 
 IntArray = npt.NDArray[np.int64]
@@ -86,24 +84,25 @@ def h(text: str) -> int:
 
 
 def words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    return [w for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS]
 
 
-def _template(action: str) -> str:
+def _template(semantics: WorldSemantics, action: str) -> str:
     """Verb plus argument arity, e.g. 'move _ to _': generalises an action across objects."""
-    verb = verb_of(action)
-    args = arguments(action)
+    verb = semantics.verb_of(action)
+    args = semantics.arguments(action)
     rest = action[len(verb) :]
-    for prep in ARGUMENT_JOINERS:
+    for prep in semantics.argument_joiners:
         if prep in rest:
             return f"{verb} _{prep}_"
     return verb + (" _" if args else "")
 
 
-def candidate_keys(action: str) -> list[int]:
-    keys = [h("A:" + action), h("V:" + verb_of(action)), h("T:" + _template(action))]
-    verb = verb_of(action)
-    for i, arg in enumerate(arguments(action)[:2]):
+def candidate_keys(semantics: WorldSemantics, action: str) -> list[int]:
+    """The action's hashed candidate keys: itself, its verb, its template, its objects, its words."""
+    verb = semantics.verb_of(action)
+    keys = [h("A:" + action), h("V:" + verb), h("T:" + _template(semantics, action))]
+    for i, arg in enumerate(semantics.arguments(action)[:2]):
         keys.append(h(f"O{i}:{arg}"))
         keys.append(h(f"VO{i}:{verb}|{arg}"))
     for w in words(action[len(verb) :])[:5]:
@@ -142,9 +141,11 @@ class _TaskKeys:
 
 
 class ActionTable:
-    """Cache of per-action hashed keys, grown as new action strings appear."""
+    """Cache of per-action hashed keys, grown as new action strings appear; the keys are read with
+    ``semantics`` (its world's verbs and objects)."""
 
-    def __init__(self) -> None:
+    def __init__(self, semantics: WorldSemantics) -> None:
+        self.semantics = semantics
         self._ids: dict[str, int] = {}
         self.keys = np.zeros((1024, CAND_SLOTS), dtype=np.uint64)
         self.key_mask = np.zeros((1024, CAND_SLOTS), dtype=np.float32)
@@ -195,18 +196,19 @@ class ActionTable:
         verbs = np.zeros(len(actions), dtype=np.uint64)
         teleport = np.zeros(len(actions), dtype=bool)
         rest = np.zeros(len(actions), dtype=np.int64)
+        semantics = self.semantics
         for j, action in enumerate(actions):
-            ks = candidate_keys(action)
+            ks = candidate_keys(semantics, action)
             keys[j, : len(ks)] = ks
             mask[j, : len(ks)] = 1
-            verb = verb_of(action)
+            verb = semantics.verb_of(action)
             ws = [h(w) for w in words(action[len(verb) :])[:WORD_SLOTS]]
             word_rows[j, : len(ws)] = ws
             word_ids[j, : len(ws)] = [vocabulary.setdefault(w, len(vocabulary) + 1) for w in ws]
             word_n[j] = len(ws)
             verbs[j] = h(verb)
-            teleport[j] = verb in NAVIGATION_VERBS
-            rest[j] = h("R:" + normalize(action[len(verb) :]))
+            teleport[j] = verb in semantics.navigation_verbs
+            rest[j] = h("R:" + semantics.normalize(action[len(verb) :]))
         self.keys[start:end] = keys
         self.key_mask[start:end] = mask
         with np.errstate(over="ignore"):
@@ -325,17 +327,17 @@ class SwiftState:
         )
 
 
-def context_keys(state: SwiftState) -> list[int]:
+def context_keys(semantics: WorldSemantics, state: SwiftState) -> list[int]:
     task = state.task_name
     last = state.history[-1][0] if state.history else "<start>"
     prev = state.history[-2][0] if len(state.history) > 1 else "<start>"
-    room = room_of(state.look)
+    room = semantics.location(state.look)
     return [
         h("bias"),
         h("t:" + task),
         h(f"ts:{task}|{state.score}"),
         h(f"tl:{task}|{last}"),
-        h(f"tlv:{task}|{verb_of(last)}"),
+        h(f"tlv:{task}|{semantics.verb_of(last)}"),
         h(f"tll:{task}|{prev}|{last}"),
         h(f"tr:{task}|{room}"),
         h(f"trs:{task}|{room}|{state.score}"),
@@ -392,8 +394,7 @@ def dense_features(table: ActionTable, ids: IntArray, state: SwiftState, box: bo
     x[:, 4] = _overlap(table, word_ids, word_n, state.task_description)
     x[:, 5] = _overlap(table, word_ids, word_n, state.history[-1][1] if state.history else state.look)
     x[:, 6] = _overlap(table, word_ids, word_n, state.inventory)
-    visited = {teleport_to(r): 1.0 for r in state.visited_rooms}
-    visited.update({f"go to {r}": 1.0 for r in state.visited_rooms})
+    visited = {a: 1.0 for r in state.visited_rooms for a in table.semantics.go_to(r)}
     x[:, 7] = _per_action(table, ids, visited)
     if state.memories:
         for col, tag in ((8, "success"), (9, "near-miss"), (10, "avoidance")):
@@ -585,10 +586,11 @@ class Scratch:
         return buf[:size].reshape(shape)
 
 
-def _context_keys(state: SwiftState) -> IntArray:
+def _context_keys(table: ActionTable, state: SwiftState) -> IntArray:
     """The state's pre-mixed context keys; a sparse feature's key is a candidate key XOR one of them."""
     with np.errstate(over="ignore"):
-        ctx: IntArray = (np.asarray(context_keys(state), dtype=np.uint64) * _MIX2).view(np.int64)
+        keys = context_keys(table.semantics, state)
+        ctx: IntArray = (np.asarray(keys, dtype=np.uint64) * _MIX2).view(np.int64)
     return ctx
 
 
@@ -673,7 +675,7 @@ def feature_index(
     All hashing is XOR of pre-mixed 64-bit keys, done on int64 views so nothing is converted.
     """
     cand, mask = _sparse_keys(table, ids, state)
-    ctx = _context_keys(state)
+    ctx = _context_keys(table, state)
     verb, task = _verb_and_task(table, ids, state)
     n, d, slots = len(ids), len(DENSE), CAND_SLOTS + 1
     k_sparse = slots * len(ctx)
@@ -737,7 +739,7 @@ def linear_scores(
     """
     arrays = scratch if scratch is not None else Scratch()
     low = len(w) - 1
-    ctx = _context_keys(state)
+    ctx = _context_keys(table, state)
     verb, task = _verb_and_task(table, ids, state)
     sums = arrays.sums
     rows = sums.rows(w, state.task_description, ctx.tolist(), len(table.strings))

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.trajectory import Trajectory
 from fastslow.errors import UsageError
 from fastslow.swift.features import (
@@ -112,16 +113,24 @@ class ImitationSwift:
         self.box_features = box_features
         """Fill the answer-box feature columns (``answer_box``; hand-written task logic, trained with
         them): ``make_proposer`` sets it from ``procedures.enabled``."""
-        self.table = ActionTable()
+        self.table: ActionTable | None = None
+        """Made for the world of the first state scored (``table_for``)."""
         self.scratch = Scratch()
 
-    def score_state(self, state: SwiftState) -> FloatArray:
-        """Model score of every valid action of ``state`` (same order)."""
-        ids = self.table.ids(state.valid_actions)
+    def table_for(self, semantics: WorldSemantics) -> ActionTable:
+        """The action table reading actions with ``semantics`` (a new one when the world changes)."""
+        if self.table is None or self.table.semantics is not semantics:
+            if self.table is not None:  # the kept sums index the old table's actions
+                self.scratch = Scratch()
+            self.table = ActionTable(semantics)
+        return self.table
+
+    def score_state(self, state: SwiftState, semantics: WorldSemantics) -> FloatArray:
+        """Model score of every valid action of ``state`` (same order), read with ``semantics``."""
+        table = self.table_for(semantics)
+        ids = table.ids(state.valid_actions)
         w = self.weights
-        return linear_scores(
-            self.table, ids, state, w.w, self.box_features, self.scratch, w.evidence, w.states
-        )
+        return linear_scores(table, ids, state, w.w, self.box_features, self.scratch, w.evidence, w.states)
 
     def state_of(self, traj: Trajectory, memories: Sequence[MemoryHint] | None = None) -> SwiftState:
         state = SwiftState.from_trajectory(traj)
@@ -133,7 +142,7 @@ class ImitationSwift:
         state = self.state_of(traj, memories)
         if not state.valid_actions:
             return Proposal((), 0.0)
-        return ranked(state.valid_actions, self.score_state(state), self.top_k)
+        return ranked(state.valid_actions, self.score_state(state, traj.semantics), self.top_k)
 
 
 def ranked(actions: Sequence[str], scores: FloatArray, top_k: int) -> Proposal:

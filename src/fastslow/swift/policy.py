@@ -44,6 +44,7 @@ from fastslow.env.semantics import (
     FOCUS,
     RESET_TASK,
     FocusObject,
+    arguments,
     focus_contents_mismatch,
     focus_repeats,
     is_focus,
@@ -54,7 +55,7 @@ from fastslow.env.semantics import (
     verb_rest,
     verb_target,
 )
-from fastslow.swift.features import FloatArray, arguments, words
+from fastslow.swift.features import FloatArray, words
 
 _EXEMPT_PREFIXES = ("wait",)
 NAMED_ONLY = "<named-only>"

@@ -41,7 +41,6 @@ import numpy as np
 
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import NAVIGATION_VERBS
 from fastslow.errors import UsageError
 from fastslow.swift.features import (
     DENSE,
@@ -52,7 +51,6 @@ from fastslow.swift.features import (
     SwiftState,
     dense_features,
     linear_scores,
-    verb_of,
     words,
 )
 from fastslow.swift.imitation import ImitationSwift, SwiftWeights
@@ -178,6 +176,7 @@ def pool_features(
     x[:, 2] = np.arange(k)
     x[:, 3] = probs[top]
     strings = [table.strings[i] for i in ids[top].tolist()]
+    verb_of, navigation = table.semantics.verb_of, table.semantics.navigation_verbs
     x[:, 4] = [verbs.get(verb_of(a), UNKNOWN) for a in strings]
     x[:, 5] = tasks.get(state.task_name, UNKNOWN)
     shown = set(words(state.look))
@@ -188,7 +187,7 @@ def pool_features(
         ws = words(action[len(verb) :])
         x[j, 6] = sum(w_ in shown for w_ in ws) / max(len(ws), 1)
         x[j, 7] = len(ws)
-        x[j, 8] = verb in NAVIGATION_VERBS
+        x[j, 8] = verb in navigation
         x[j, 9] = bool(last) and verb == last_verb
     x[:, 10] = float(last[2]) if last else 0.0
     x[:, 11] = len(state.history)
@@ -301,10 +300,11 @@ class RerankSwift:
         if not state.valid_actions:
             return Proposal((), 0.0)
         linear = self.linear
-        ids = linear.table.ids(state.valid_actions)
+        table = linear.table_for(traj.semantics)
+        ids = table.ids(state.valid_actions)
         r = self.reranker
         pool = pool_features(
-            linear.table,
+            table,
             ids,
             state,
             linear.weights.w,
@@ -389,7 +389,7 @@ def train_rerank(
     """Fit the second stage on the episodes of ``data`` the linear ``weights`` held out (module
     docstring); returns the reranker and a report with both stages' top-1 on the validation episodes.
     ``embedder`` (its space's name, its encoder) adds the ``SEMANTIC`` columns."""
-    from fastslow.swift.train import load_examples
+    from fastslow.swift.train import dataset_semantics, load_examples
 
     lgb = _lightgbm()
     say = progress or (lambda _line: None)
@@ -402,7 +402,7 @@ def train_rerank(
             "these linear weights held no episode out: train them with `fastslow train swift "
             "--holdout-every N`, so the reranker learns from scores on steps the linear model did not see"
         )
-    table = ActionTable()
+    table = ActionTable(dataset_semantics(data))
     examples, _, stats = load_examples(data, table, only=held)
     if not examples:
         raise UsageError(f"{data} holds none of the episodes these weights held out")
@@ -413,7 +413,7 @@ def train_rerank(
     for e in examples:
         tasks.setdefault(e.state.task_name, len(tasks) + 1)
         for i in e.ids.tolist():
-            verbs.setdefault(verb_of(table.strings[i]), len(verbs) + 1)
+            verbs.setdefault(table.semantics.verb_of(table.strings[i]), len(verbs) + 1)
     parts: dict[bool, tuple[list[FloatArray], list[FloatArray], list[int]]] = {
         True: ([], [], []),
         False: ([], [], []),

@@ -19,6 +19,7 @@ from typing import Any
 
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
+from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.swift.data import match_valid, read_episodes, replay_rows
 from fastslow.swift.t5_format import decoded_action, render_trajectory
@@ -117,7 +118,7 @@ def seq2seq_pairs(data: Path) -> list[tuple[str, str]]:
     The input is rendered from the episode's trajectory up to the step, exactly as at inference."""
     pairs: list[tuple[str, str]] = []
     for rows in read_episodes(data):
-        for row, traj in replay_rows(rows):
+        for row, traj in replay_rows(rows, get_world().semantics):
             target = label_of(str(row["gold_action"]), row["valid_actions"]) or str(row["gold_action"])
             pairs.append((render_trajectory(traj), target))
     return pairs

@@ -22,6 +22,7 @@ then the most words in the same order, then the longest.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -33,17 +34,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fastslow.env.semantics import FOCUS, verb_target
-from fastslow.swift.data import match_valid, read_rows
+from fastslow.core.semantics import WorldSemantics
+from fastslow.env.config import DEFAULT_WORLD
+from fastslow.env.semantics import FOCUS, arguments, verb_of, verb_target
+from fastslow.env.world import get_world
+from fastslow.errors import UsageError
+from fastslow.swift.data import MANIFEST, match_valid, read_rows
 from fastslow.swift.features import (
     N_BUCKETS,
     ActionTable,
     FloatArray,
     IntArray,
     SwiftState,
-    arguments,
     feature_index,
-    verb_of,
     words,
 )
 from fastslow.swift.imitation import MEMORY_WEIGHTS, SwiftWeights, dense_global_index
@@ -157,6 +160,21 @@ class TrainSettings:
     is how a run knows to compute them."""
     object_states: bool = True
     """Train with the object-state keys (``features.object_state_keys``); recorded in the meta too."""
+
+
+def dataset_semantics(data: Path | Sequence[Path]) -> WorldSemantics:
+    """The semantics of the world a dataset (or several, of one world) was played in: its manifest's
+    ``world`` (a dataset without one is ScienceWorld's, made before a second world existed)."""
+    names = set()
+    for d in [data] if isinstance(data, Path) else data:
+        try:
+            manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {}
+        names.add(str(manifest.get("world", DEFAULT_WORLD)) if isinstance(manifest, dict) else DEFAULT_WORLD)
+    if len(names) > 1:
+        raise UsageError(f"the datasets were played in different worlds ({', '.join(sorted(names))})")
+    return get_world(names.pop() if names else DEFAULT_WORLD).semantics
 
 
 def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator[dict[str, Any]]:
@@ -399,7 +417,7 @@ def train(
     training report. ``focus_data`` widens the focus words only (``load_examples``)."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
-    table = ActionTable()
+    table = ActionTable(dataset_semantics(data))
     examples, focus, stats = load_examples(data, table, focus_data=focus_data)
     say(f"{stats['labelled']}/{stats['rows']} steps labelled, {len(table.strings)} distinct actions")
     held: list[Example] = []

@@ -25,15 +25,20 @@ says' gestures ("jump up and down", "meow like a cat") are verbs with no object.
    success ("You put the 6 papayas in the box.", "You eat the flour.  It is delicious."): the score and
    ``EndState`` say whether it ended the task, not the text.
 
-TWX has no ambiguity prompt (actions are exact strings), so ScienceWorld's ``ambiguous`` and
-``cancelled`` never occur; ``Feedback`` keeps ScienceWorld's values for the classes both worlds share.
+TWX has no ambiguity prompt (actions are exact strings), so ``Feedback.ambiguous`` and ``cancelled``
+never occur; the refusals are read by the rules above, not by words, so ``env.failure_markers`` does not
+apply.
+
+``SEMANTICS`` answers ``fastslow.core.semantics.WorldSemantics`` with these functions.
 """
 
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+
+from fastslow.core.semantics import Feedback
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -85,16 +90,6 @@ INCORRECT = "Incorrect!"
 _INVALID = (UNKNOWN_ACTION, NOT_A_COMMAND)
 _REFUSAL = re.compile(r"\bcan't\b|\bunable to\b|\bis full\b")
 _NO_EFFECT = re.compile(r"^That is already (?:open|closed)\.")
-
-
-class Feedback(StrEnum):
-    """What one observation says about the action that produced it (module docstring: the rules). The
-    values are ScienceWorld's (``fastslow.env.semantics.Feedback``) for the same classes."""
-
-    OK = "ok"
-    INVALID = "invalid"
-    FAILURE = "failure"
-    NO_EFFECT = "no_effect"
 
 
 @lru_cache(maxsize=1 << 14)
@@ -208,3 +203,52 @@ def inventory_capacity(inventory: str) -> int | None:
     """The inventory's item limit ("Inventory (maximum capacity is 5 items):" -> 5), None if unlimited."""
     match = _CAPACITY.search(inventory)
     return int(match.group(1)) if match else None
+
+
+class TextWorldExpressSemantics:
+    """TextWorldExpress's answers to ``fastslow.core.semantics.WorldSemantics`` (module docstring)."""
+
+    name = "textworldexpress"
+    success_score = SUCCESS_SCORE
+    failure_score = FAILURE_SCORE
+    default_failure_markers: tuple[str, ...] = ()
+    navigation_verbs = frozenset({MOVE})
+    argument_joiners: tuple[str, ...] = (JOINER,)
+    commitment_verb: str | None = None
+    """No irreversible commitment: a wrong action fails a task (Simon says, eating a distractor) by
+    its own rules, not by a verb."""
+
+    @staticmethod
+    def normalize(action: str) -> str:
+        return normalize(action)
+
+    @staticmethod
+    def verb_of(action: str) -> str:
+        return verb_of(action)
+
+    @staticmethod
+    def arguments(action: str) -> list[str]:
+        return arguments(action)
+
+    @staticmethod
+    def go_to(place: str) -> tuple[str, ...]:
+        """(): rooms are reached by directions ("move north"), never by name."""
+        return ()
+
+    @staticmethod
+    def location(look: str) -> str:
+        return location(look)
+
+    @staticmethod
+    def places(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
+        """The directions the valid actions move in, and the visited rooms."""
+        return set(visited) | {way for way in map(direction, valid_actions) if way is not None}
+
+    @staticmethod
+    def classify_feedback(observation: str, markers: Iterable[str] | None = None) -> Feedback:
+        """Rules, not words: ``markers`` is ignored (module docstring)."""
+        return classify_feedback(observation)
+
+
+SEMANTICS = TextWorldExpressSemantics()
+"""TextWorldExpress's ``WorldSemantics`` (``World.semantics``; ``Trajectory.semantics`` of its episodes)."""

@@ -14,6 +14,9 @@
 - **Step limits.** An episode stops at its game's limit (benchmark.yaml), or at ``env.step_limit`` when
   that is smaller: a config's 300 (or the oracle's 1000) leaves each game its own.
 - **Family.** A game is its own family (AMM's ``task_family``).
+- **Training gold.** ``training_gold``: the cached train gold paths that ``fastslow data gold --world
+  textworldexpress`` replays into Swift's imitation data (``training.py``; not part of the ``World``
+  protocol: ``swift.data`` asks a world for it by name).
 
 Nothing here starts a JVM; ``make_env`` returns a ``TextWorldExpressAdapter`` whose JVM starts at its
 first reset. ScienceWorld-only settings are refused by ``EnvConfig`` before a world is asked anything.
@@ -24,14 +27,17 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING
 
+from fastslow.core.semantics import WorldSemantics
 from fastslow.env.episodes import Episode, parse_int_ranges
 from fastslow.env.tasks import SPLITS, TaskInfo
 from fastslow.env.textworldexpress.benchmark import FOLDS, Benchmark, fold_of, load_benchmark
+from fastslow.env.textworldexpress.semantics import SEMANTICS
 from fastslow.errors import UsageError
 
 if TYPE_CHECKING:
     from fastslow.env.config import EnvConfig
     from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
+    from fastslow.env.textworldexpress.training import TrainingGold
     from fastslow.env.world import World
 
 TEST_SET = "test"
@@ -84,10 +90,19 @@ class TextWorldExpress:
 
     name = "textworldexpress"
     packages: tuple[str, ...] = ("textworld-express",)
+    semantics: WorldSemantics = SEMANTICS
 
     @property
     def benchmark(self) -> Benchmark:
         return load_benchmark()
+
+    @property
+    def training_gold(self) -> TrainingGold:
+        """The cached train gold paths Swift's imitation data replays (``fastslow data gold --world
+        textworldexpress``; ``training.TrainingGold``)."""
+        from fastslow.env.textworldexpress.training import TrainingGold
+
+        return TrainingGold(self.benchmark)
 
     def make_env(self, env: EnvConfig) -> TextWorldExpressAdapter:
         from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import known_rooms, verb_of
 from fastslow.events import StagnationReport
 from fastslow.reflection.critic.base import MemoryFetch
 from fastslow.reflection.focus import content_words
@@ -42,8 +41,9 @@ _LAST_OBJECT = re.compile(r" (?:to|into|on|in) ")
 
 
 def room_names(traj: Trajectory) -> set[str]:
-    """The rooms of this state and trajectory (``known_rooms``); candidates acting on them are left out."""
-    return known_rooms(traj.current.valid_actions, traj.visited_rooms)
+    """The places of this state and trajectory (``WorldSemantics.places``); candidates acting on them
+    are left out."""
+    return traj.semantics.places(traj.current.valid_actions, traj.visited_rooms)
 
 
 def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
@@ -54,7 +54,7 @@ def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
     rooms = room_names(traj)
     scored = []
     for action in traj.current.valid_actions:
-        verb = verb_of(action)
+        verb = traj.semantics.verb_of(action)
         rank = _VERB_RANK.get(verb)
         if rank is None:
             continue
