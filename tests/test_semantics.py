@@ -21,13 +21,13 @@ from fastslow.controller.escalation import SwiftSageArbiter
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.semantics import (
     DEFAULT_FAILURE_MARKERS,
     DESCRIPTION_STOPWORDS,
     FAILURE_SCORE,
     RECORD_STOPWORDS,
     ROOMS,
-    SEMANTICS,
     STOPWORDS,
     SUCCESS_SCORE,
     Feedback,

@@ -22,7 +22,7 @@ from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import load_run, write_report

@@ -24,7 +24,7 @@ from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.events import StagnationReport
 from fastslow.memory.injection import format_memory_block
 from fastslow.memory.records import MemoryRecord, Tag

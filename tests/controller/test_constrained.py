@@ -28,7 +28,7 @@ from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.func_actions import from_func, func_forms, to_func
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.events import ListSink, ModelCall

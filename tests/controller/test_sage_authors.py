@@ -40,7 +40,7 @@ from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import Episode
 from fastslow.env.func_actions import from_func, to_func
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import all_tasks, get_task
 from fastslow.env.valid import authors_failed
 from fastslow.errors import UsageError

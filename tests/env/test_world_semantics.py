@@ -13,7 +13,7 @@ from fastslow.controller.config import EscalationConfig
 from fastslow.controller.escalation import SwiftSageArbiter
 from fastslow.core.semantics import Feedback, WorldSemantics
 from fastslow.core.trajectory import Trajectory
-from fastslow.env import semantics as scienceworld
+from fastslow.env import scienceworld_world as scienceworld
 from fastslow.env.textworldexpress import semantics as twx_semantics
 from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
 from fastslow.env.world import WORLD_MODULES, get_world
@@ -25,7 +25,7 @@ from fastslow.swift.features import ActionTable, _template, candidate_keys, cont
 
 TWX = twx_semantics.SEMANTICS
 SW = scienceworld.SEMANTICS
-COOKING, COIN, SIMON = 0, 2, 6  # the benchmark's game ids (benchmark.yaml's order)
+COOKING, TWC, COIN, SIMON = 0, 1, 2, 6  # the benchmark's game ids (benchmark.yaml's order)
 DEV = 10000
 
 
@@ -133,3 +133,22 @@ def test_swift_reads_twx_actions_with_twx_verbs() -> None:
 
     state = SwiftState("coin", "", 0, "You are in the kitchen. ", "", [], [], ["move north"])
     assert context_keys(TWX, state) != context_keys(SW, state)
+
+
+def test_gate1_repairs_twx_paraphrases_by_twx_rules(twx: TextWorldExpressAdapter) -> None:
+    from fastslow.reflection.gate import Gate1
+
+    traj = _trajectory(twx, TWC, [])
+    gate = Gate1()
+    cases = {
+        "take key": ("accept", "exact", "take key"),
+        "Take the key.": ("repair", "normalize", "take key"),
+        "pick up the key": ("repair", "alias", "take key"),
+        "go west": ("repair", "alias", "move west"),
+        "w": ("repair", "alias", "move west"),
+        "teleport to kitchen": ("drop", "", ""),  # ScienceWorld's verb is not TWX's
+        "focus on key": ("drop", "", ""),
+    }
+    for proposed, (outcome, rule, action) in cases.items():
+        decision = gate.check(proposed, traj.current, traj)
+        assert (decision.outcome.value, decision.rule, decision.action) == (outcome, rule, action), proposed

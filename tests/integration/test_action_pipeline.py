@@ -14,7 +14,7 @@ from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, GateOutcome, ListSink

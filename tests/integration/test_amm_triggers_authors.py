@@ -18,7 +18,8 @@ from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import NO_MATCH, SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
+from fastslow.env.semantics import NO_MATCH
 from fastslow.env.tasks import get_task
 from fastslow.eval.metrics import memory_episode, paper_episode
 from fastslow.eval.runner import run_episode

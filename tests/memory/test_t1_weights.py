@@ -14,7 +14,7 @@ import pytest
 from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.events import ListSink
 from fastslow.memory.episode import EpisodeMemory

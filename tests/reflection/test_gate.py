@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from fastslow.env.paraphrase import apply_aliases, strip_qualifiers
 from fastslow.env.scienceworld import ScienceWorldAdapter
 from fastslow.env.semantics import focus_contents_mismatch, normalize, teleport_targets
 from fastslow.events import GateDecision, GateOutcome, ListSink
@@ -15,7 +16,6 @@ from fastslow.procedures.logic import Judged, TaskLogic, general_focus_check
 from fastslow.procedures.tasks import life_stage, life_stage_violation
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
-from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 from fastslow.swift.policy import SafetyPolicy
 from reflection.helpers import State, play
 

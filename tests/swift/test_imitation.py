@@ -16,7 +16,8 @@ from fastslow.bench.swift import bench_swift
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS, is_focus
+from fastslow.env.scienceworld_world import SEMANTICS
+from fastslow.env.semantics import is_focus
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows

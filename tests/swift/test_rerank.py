@@ -15,7 +15,7 @@ from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.errors import UsageError
 from fastslow.eval.evaluate import evaluate

@@ -14,7 +14,7 @@ import pytest
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import read_rows
 from fastslow.swift.t5 import T5Swift, seq2seq_pairs

@@ -30,7 +30,7 @@ import pytest
 
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.swift.data import episode_file, example, replay_rows, write_manifest
 from fastslow.swift.t5 import seq2seq_pairs

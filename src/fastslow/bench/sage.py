@@ -33,7 +33,7 @@ from fastslow.controller.sage import PlanRequest, Sage, SagePlan
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import select_episodes
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.env.valid import authors_failed
 from fastslow.events import EventSink, ListSink, ModelCall

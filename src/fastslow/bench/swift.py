@@ -19,7 +19,7 @@ import numpy as np
 from fastslow.core.proposal import Proposer
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import SEMANTICS
+from fastslow.env.scienceworld_world import SEMANTICS
 from fastslow.env.tasks import get_task
 from fastslow.swift.policy import SafetyPolicy
 

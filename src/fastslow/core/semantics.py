@@ -113,6 +113,22 @@ class WorldSemantics(Protocol):
         kitchen"); () where places are reached by directions."""
         ...
 
+    def rewrite(self, norm: str) -> str:
+        """A normalized action with the world's paraphrase repairs applied (verbs, commands,
+        prepositions, object spellings a model uses and the world does not: Gate-1's ``alias`` rule);
+        ``norm`` itself when none applies."""
+        ...
+
+    def reroute(self, norm: str) -> str | None:
+        """The navigation action the world offers in place of a normalized one (ScienceWorld: the
+        teleport for a "go to"; Gate-1's ``teleport`` rule), None if none."""
+        ...
+
+    def strip_qualifiers(self, norm: str) -> str:
+        """A normalized action without its objects' container or location qualifiers ("focus on water
+        in metal pot" -> "focus on water"; Gate-1's ``qualifier`` rule)."""
+        ...
+
     def location(self, look: str) -> str:
         """The room a look (or an observation holding one) says the agent is in; '' if none."""
         ...

@@ -8,17 +8,79 @@ before the seam existed. The configured step limit is every task's (SwiftSage's 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from fastslow.core.semantics import WorldSemantics
+from fastslow.core.semantics import Feedback, WorldSemantics
+from fastslow.env import paraphrase
+from fastslow.env import semantics as sw
 from fastslow.env.episodes import Episode, select_episodes
-from fastslow.env.semantics import SEMANTICS
 from fastslow.env.tasks import TaskInfo, all_tasks, get_task
 
 if TYPE_CHECKING:
     from fastslow.env.config import EnvConfig
     from fastslow.env.scienceworld import ScienceWorldAdapter
     from fastslow.env.world import World
+
+
+class ScienceWorldSemantics:
+    """ScienceWorld's answers to ``fastslow.core.semantics.WorldSemantics``: the functions of
+    ``fastslow.env.semantics`` and Gate-1's paraphrase tables (``fastslow.env.paraphrase``)."""
+
+    name = "scienceworld"
+    success_score = sw.SUCCESS_SCORE
+    failure_score = sw.FAILURE_SCORE
+    default_failure_markers = sw.DEFAULT_FAILURE_MARKERS
+    navigation_verbs = sw.NAVIGATION_VERBS
+    argument_joiners = sw.ARGUMENT_JOINERS
+    commitment_verb: str | None = sw.FOCUS
+
+    @staticmethod
+    def normalize(action: str) -> str:
+        return sw.normalize(action)
+
+    @staticmethod
+    def verb_of(action: str) -> str:
+        return sw.verb_of(action)
+
+    @staticmethod
+    def arguments(action: str) -> list[str]:
+        return sw.arguments(action)
+
+    @staticmethod
+    def rewrite(norm: str) -> str:
+        return paraphrase.apply_aliases(norm)
+
+    @staticmethod
+    def reroute(norm: str) -> str | None:
+        return paraphrase.reroute(norm)
+
+    @staticmethod
+    def strip_qualifiers(norm: str) -> str:
+        return paraphrase.strip_qualifiers(norm)
+
+    @staticmethod
+    def go_to(place: str) -> tuple[str, ...]:
+        """ "teleport to <room>" (the "easy" simplification's), and "go to <room>" (without it)."""
+        return (sw.teleport_to(place), f"go to {place}")
+
+    @staticmethod
+    def location(look: str) -> str:
+        """ "This room is called the kitchen." -> "kitchen" (``room_of``)."""
+        return sw.room_of(look)
+
+    @staticmethod
+    def places(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
+        """The rooms (``known_rooms``: teleport targets and rooms visited)."""
+        return sw.known_rooms(valid_actions, visited)
+
+    @staticmethod
+    def classify_feedback(observation: str, markers: Iterable[str] | None = None) -> Feedback:
+        return sw.classify_feedback(observation, sw.DEFAULT_FAILURE_MARKERS if markers is None else markers)
+
+
+SEMANTICS = ScienceWorldSemantics()
+"""ScienceWorld's ``WorldSemantics`` (``World.semantics``; ``Trajectory.semantics`` of its episodes)."""
 
 
 class ScienceWorld:

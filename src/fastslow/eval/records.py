@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from fastslow.env.config import DEFAULT_WORLD
-from fastslow.env.semantics import SUCCESS_SCORE
+from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.events import EndState, GateOutcome
 from fastslow.vocab import StagnationPattern
@@ -150,7 +150,7 @@ class EpisodeResult(_Record):
 
     @property
     def success(self) -> bool:
-        return max(self.final_score, self.best_score) >= SUCCESS_SCORE
+        return max(self.final_score, self.best_score) >= get_world(self.world).semantics.success_score
 
     @property
     def score(self) -> float:

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastslow.env.semantics import FOCUS, SUCCESS_SCORE
+from fastslow.env.config import DEFAULT_WORLD
 from fastslow.env.world import get_world
 from fastslow.errors import CorruptLogError, UsageError
 from fastslow.eval.rundir import RunRecord
@@ -66,9 +66,10 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
         yield event.model_dump(mode="json")
 
 
-def outcome(end: str, final_score: int, best: int) -> str:
-    """The filter outcome of an episode from its end state and scores."""
-    if max(final_score, best) >= SUCCESS_SCORE:
+def outcome(end: str, final_score: int, best: int, success_score: int = 100) -> str:
+    """The filter outcome of an episode from its end state and scores (``success_score``: its world's,
+    ``WorldSemantics.success_score``)."""
+    if max(final_score, best) >= success_score:
         return "success"
     if end == "failure" or final_score < 0:
         return "failure"
@@ -83,6 +84,7 @@ def index_episode(path: Path) -> dict[str, Any] | None:
     start: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     best = 0
+    semantics = get_world().semantics  # the header's world, once read (it is the first event)
     last_source = ""
     sources = dict.fromkeys(STEP_SOURCES, 0)
     counts = dict.fromkeys(MECHANISMS, 0)
@@ -99,10 +101,11 @@ def index_episode(path: Path) -> dict[str, Any] | None:
                 firsts["failure"] = e["step"]
         elif kind == "episode_start":
             start = e
+            semantics = get_world(e.get("world") or DEFAULT_WORLD).semantics
         elif kind == "episode_end":
             end = e
         else:
-            for key in _mechanisms(e):
+            for key in _mechanisms(e, semantics.commitment_verb):
                 counts[key] += 1
             if kind == "gate_decision" and e["outcome"] == "drop" and firsts["gate_drop"] is None:
                 firsts["gate_drop"] = e["step"] + 1
@@ -121,7 +124,7 @@ def index_episode(path: Path) -> dict[str, Any] | None:
         "score_strict": max(final, 0),
         "final_score": final,
         "end": end["end"],
-        "outcome": outcome(end["end"], final, best),
+        "outcome": outcome(end["end"], final, best, semantics.success_score),
         "steps": end["steps"],
         "wall_s": end["wall_s"],
         "error": end.get("error"),
@@ -139,7 +142,7 @@ def _group(header: dict[str, Any]) -> str:
     if not isinstance(task_id, int):
         return ""
     try:
-        world = get_world(header.get("world") or "scienceworld")
+        world = get_world(header.get("world") or DEFAULT_WORLD)
         return world.task(task_id).group if 0 <= task_id < len(world.tasks()) else ""
     except UsageError:
         return ""
@@ -240,7 +243,9 @@ def _marked(path: Path, outcome: str, problem: str) -> dict[str, Any]:
     }
 
 
-def _mechanisms(e: dict[str, Any]) -> Iterator[str]:
+def _mechanisms(e: dict[str, Any], commitment_verb: str | None) -> Iterator[str]:
+    """The mechanism counters an event adds to (``commitment_verb``: the world's focus-like verb, whose
+    Gate-1 drops are counted apart)."""
     kind = e.get("event")
     if kind == "sage_call":
         yield "sage"
@@ -251,7 +256,7 @@ def _mechanisms(e: dict[str, Any]) -> Iterator[str]:
     elif kind == "gate_decision":
         if e["outcome"] == "drop":
             yield "gate_drop"
-            if e["original"].strip().lower().startswith(FOCUS):
+            if commitment_verb and e["original"].strip().lower().startswith(commitment_verb):
                 yield "gate_drop_focus"
         elif e["outcome"] == "repair":
             yield "gate_repair"

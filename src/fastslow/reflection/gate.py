@@ -20,19 +20,17 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz, process
 
 from fastslow.core.focus import FocusJudge, FocusView
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.semantics import (
-    FOCUS,
     FocusObject,
     focus_contents_mismatch,
     focus_head,
     focus_repeats,
     focus_target,
     landed_object,
-    normalize,
     places,
-    verb_of_normalized,
 )
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
@@ -41,7 +39,6 @@ from fastslow.reflection.focus import (
     focus_limit_for,
     focus_usage,
 )
-from fastslow.reflection.normalize import apply_aliases, strip_qualifiers
 
 
 @dataclass(frozen=True)
@@ -75,16 +72,16 @@ class _ValidIndex:
     """Normalized forms grouped by verb, for fuzzy matching within one verb."""
 
     @classmethod
-    def build(cls, actions: tuple[str, ...]) -> _ValidIndex:
+    def build(cls, actions: tuple[str, ...], semantics: WorldSemantics) -> _ValidIndex:
         by_norm: dict[str, list[str]] = {}
         by_bare: dict[str, list[str]] = {}
         for action in actions:
-            norm = normalize(action)
+            norm = semantics.normalize(action)
             by_norm.setdefault(norm, []).append(action)
-            by_bare.setdefault(strip_qualifiers(norm), []).append(action)
+            by_bare.setdefault(semantics.strip_qualifiers(norm), []).append(action)
         by_verb: dict[str, list[str]] = {}
         for norm in by_norm:
-            by_verb.setdefault(verb_of_normalized(norm), []).append(norm)
+            by_verb.setdefault(semantics.verb_of(norm), []).append(norm)
         return cls(actions=actions, by_norm=by_norm, by_bare=by_bare, by_verb=by_verb)
 
 
@@ -118,9 +115,9 @@ class Gate1:
         """The look and inventory each focus action was checked in, by (turn index it would become,
         action): what the object it landed on held then (``landed_foci``)."""
 
-    def _valid_index(self, result: StepResult) -> _ValidIndex:
+    def _valid_index(self, result: StepResult, semantics: WorldSemantics) -> _ValidIndex:
         if self._index is None or self._index.actions is not result.valid_actions:
-            self._index = _ValidIndex.build(result.valid_actions)
+            self._index = _ValidIndex.build(result.valid_actions, semantics)
         return self._index
 
     def check(
@@ -135,7 +132,7 @@ class Gate1:
         """Decide whether ``action`` may be executed in the state ``result``; log and return the decision."""
         constraints = constraints or GateConstraints()
         try:
-            final, rule = self._resolve(action, result)
+            final, rule = self._resolve(action, result, traj.semantics)
             self._enforce(final, traj, constraints)
         except _Drop as drop:
             return self._decide(result, source, action, "", drop.reason, drop.detail)
@@ -197,66 +194,65 @@ class Gate1:
         return decision
 
     # -- admissibility and repair ----------------------------------------------------------------
-    def _resolve(self, action: str, result: StepResult) -> tuple[str, str]:
+    def _resolve(self, action: str, result: StepResult, semantics: WorldSemantics) -> tuple[str, str]:
         """(valid action, rule), or raise _Drop."""
         # Most actions are valid as written; the canonical index (3-5 ms for ~1k actions) is only
         # built when a repair is needed, once per valid-action set.
         if action in result.valid_actions:
             return action, "exact"
-        norm = normalize(action)
+        norm = semantics.normalize(action)
         if not norm:
             raise _Drop("empty", "nothing left after normalization")
-        found = self._repair(norm, self._valid_index(result))
+        found = self._repair(norm, self._valid_index(result, semantics), semantics)
         if found is None:
             raise _Drop("not_admissible", f"no valid action matches '{norm}'")
         return found
 
-    def _repair(self, norm: str, index: _ValidIndex) -> tuple[str, str] | None:
+    def _repair(self, norm: str, index: _ValidIndex, semantics: WorldSemantics) -> tuple[str, str] | None:
+        """The repair rules in ``gate.repairs``' order, each asking the world's semantics."""
         rules = self.config.repairs
         form = norm
         if "normalize" in rules and (hit := _unique("normalize", index.by_norm.get(form))):
             return hit, "normalize"
         if "alias" in rules:
-            aliased = apply_aliases(form)
+            aliased = semantics.rewrite(form)
             if aliased != form:
                 form = aliased
                 if hit := _unique("alias", index.by_norm.get(form)):
                     return hit, "alias"
-        if "teleport" in rules and form.startswith("go to "):
-            # Under "easy", ScienceWorld offers "teleport to <room>" and doors are open: going there
-            # directly is the same move without walking through the rooms between.
-            teleport = "teleport to " + form[len("go to ") :]
-            if hit := _unique("teleport", index.by_norm.get(teleport)):
+        if "teleport" in rules and (rerouted := semantics.reroute(form)) is not None:
+            if hit := _unique("teleport", index.by_norm.get(rerouted)):
                 return hit, "teleport"
-            if "teleport to" in index.by_verb:
-                form = teleport
-        if "qualifier" in rules and (hit := self._qualifier(form, index)):
+            if semantics.verb_of(rerouted) in index.by_verb:
+                form = rerouted
+        if "qualifier" in rules and (hit := self._qualifier(form, index, semantics)):
             return hit, "qualifier"
-        if "fuzzy" in rules and (hit := self._fuzzy(form, index)):
+        if "fuzzy" in rules and (hit := self._fuzzy(form, index, semantics)):
             return hit, "fuzzy"
         return None
 
-    def _qualifier(self, form: str, index: _ValidIndex) -> str | None:
+    def _qualifier(self, form: str, index: _ValidIndex, semantics: WorldSemantics) -> str | None:
         """Add or drop a container/location qualifier ("water" <-> "water in metal pot").
 
         Only when one side's words contain the other's: "water in cup" is never turned into
         "water in sink", which would be a different object.
         """
-        options = index.by_bare.get(strip_qualifiers(form))
+        options = index.by_bare.get(semantics.strip_qualifiers(form))
         if not options:
             return None
         words = set(form.split())
         compatible = []
         for option in options:
-            other = set(normalize(option).split())
+            other = set(semantics.normalize(option).split())
             if words <= other or other <= words:
                 compatible.append(option)
         return _unique("qualifier", compatible)
 
-    def _fuzzy(self, form: str, index: _ValidIndex) -> str | None:
-        """A unique close match with the same verb (a typo or a slightly different object name)."""
-        verb = verb_of_normalized(form)
-        if verb == FOCUS and not self.config.fuzzy_focus:
+    def _fuzzy(self, form: str, index: _ValidIndex, semantics: WorldSemantics) -> str | None:
+        """A unique close match with the same verb (a typo or a slightly different object name); the
+        world's commitment (a focus) only with ``gate.fuzzy_focus``."""
+        verb = semantics.verb_of(form)
+        if verb == semantics.commitment_verb and not self.config.fuzzy_focus:
             return None
         pool = index.by_verb.get(verb)
         if not pool:
@@ -273,9 +269,10 @@ class Gate1:
         """Raise _Drop if a runtime constraint forbids the resolved action."""
         if action in constraints.avoid:
             raise _Drop("avoided", "on the avoid list of the current stagnation report")
-        if not self.config.focus_rules or not action.startswith(FOCUS + " "):
-            return
-        target = action[len(FOCUS) + 1 :]
+        commit = traj.semantics.commitment_verb
+        if not self.config.focus_rules or commit is None or not action.startswith(commit + " "):
+            return  # the focus rules judge the world's commitment only
+        target = action[len(commit) + 1 :]
         limit = constraints.focus_limit
         if limit is None:
             limit = self.config.focus_limit

@@ -164,6 +164,51 @@ def direction(action: str) -> str | None:
     return None
 
 
+# -- paraphrases (Gate-1's alias rule) ---------------------------------------------------------------------
+COMMAND_ALIASES: dict[str, str] = {
+    "look": "look around",
+    "l": "look around",
+    "i": "inventory",
+    "inv": "inventory",
+    "check inventory": "inventory",
+    **{d: f"{MOVE} {d}" for d in DIRECTIONS},
+    **{d[0]: f"{MOVE} {d}" for d in DIRECTIONS},
+}
+"""Whole-action paraphrases: a bare direction is a move ("north", "n" -> "move north")."""
+VERB_ALIASES: tuple[tuple[str, str], ...] = (
+    ("pick up", TAKE),
+    ("get", TAKE),
+    ("grab", TAKE),
+    ("go to", MOVE),
+    ("go", MOVE),
+    ("walk", MOVE),
+    ("look at", "examine"),
+    ("inspect", "examine"),
+    ("place", PUT),
+    ("insert", PUT),
+)
+"""Verb paraphrases -> TWX's verb, at the start of an action only (an object is never rewritten)."""
+_JOINER_ALIASES = (" into ", " inside ", " on ", " onto ")
+
+
+def rewrite(norm: str) -> str:
+    """A normalized action with TWX's paraphrases repaired: "pick up coin" -> "take coin", "go north"
+    -> "move north", "put apple into fridge" -> "put apple in fridge"; ``norm`` when none applies."""
+    if norm in COMMAND_ALIASES:
+        return COMMAND_ALIASES[norm]
+    text = norm
+    for old, new in VERB_ALIASES:
+        if text == old or text.startswith(old + " "):
+            text = new + text[len(old) :]
+            break
+    if text.startswith(PUT + " ") and JOINER not in text:
+        for joiner in _JOINER_ALIASES:
+            if joiner in text:
+                text = text.replace(joiner, JOINER, 1)
+                break
+    return text
+
+
 # -- observations ----------------------------------------------------------------------------------------
 _LOCATION = re.compile(r"You are in the ([^.]+)\.")
 _EXIT = re.compile(r"To the (North|South|East|West) you see (?:a |an |the )?([^.]+)\.")
@@ -229,6 +274,20 @@ class TextWorldExpressSemantics:
     @staticmethod
     def arguments(action: str) -> list[str]:
         return arguments(action)
+
+    @staticmethod
+    def rewrite(norm: str) -> str:
+        return rewrite(norm)
+
+    @staticmethod
+    def reroute(norm: str) -> str | None:
+        """None: no action stands in for another's navigation."""
+        return None
+
+    @staticmethod
+    def strip_qualifiers(norm: str) -> str:
+        """``norm``: TWX names objects without container or location qualifiers."""
+        return norm
 
     @staticmethod
     def go_to(place: str) -> tuple[str, ...]:

@@ -1,15 +1,16 @@
-"""SRM Gate-1 normalization, paper §3.2: the canonical form proposed and valid actions are compared in.
+"""ScienceWorld's paraphrase repairs for SRM's Gate-1 (paper §3.2): what a model writes -> what it lists.
 
 Models write "Pick up the thermometer." where ScienceWorld lists "pick up thermometer". Gate-1 compares
-both sides in one canonical form (lower case, single spaces, no articles, no punctuation: ScienceWorld's
-``normalize`` in ``fastslow.env.semantics``, with ``verb_of``) and maps paraphrased verbs to the verbs
-ScienceWorld's parser knows. Everything here is a pure function of strings so the gate's repairs are
-deterministic and testable without an environment.
+both sides in one canonical form (``normalize`` in ``fastslow.env.semantics``) and asks the world's
+semantics for its repairs: these tables map paraphrased verbs, commands, prepositions and object
+spellings to the ones ScienceWorld's parser knows (``rewrite``), drop container/location qualifiers
+(``strip_qualifiers``), and offer the teleport for a "go to" (``reroute``). Everything here is a pure
+function of strings so the gate's repairs are deterministic and testable without an environment.
 """
 
 from __future__ import annotations
 
-from fastslow.env.semantics import FOCUS, is_focus, verb_of_normalized
+from fastslow.env.semantics import FOCUS, TELEPORT, is_focus, verb_of_normalized
 
 # Verb paraphrases -> ScienceWorld's verb. Applied to the start of an action only: an object name
 # must never be rewritten by a verb rule.
@@ -92,6 +93,13 @@ def apply_aliases(norm: str) -> str:
     for old, new in OBJECT_ALIASES:
         padded = padded.replace(f" {old} ", f" {new} ")
     return padded.strip()
+
+
+def reroute(norm: str) -> str | None:
+    """The teleport for a "go to <room>": under "easy", ScienceWorld offers "teleport to <room>" and
+    doors are open, so going there directly is the same move without walking through the rooms
+    between. None for any other action."""
+    return TELEPORT + " " + norm[len("go to ") :] if norm.startswith("go to ") else None
 
 
 def strip_qualifiers(norm: str) -> str:
