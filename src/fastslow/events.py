@@ -85,9 +85,11 @@ class ForkOrigin(BaseModel):
 
 
 class JvmHistory(BaseModel):
-    """What the ScienceWorld JVM that played an episode had played before it. ScienceWorld orders
-    objects in its texts by Java identity hash codes, which depend on everything the JVM ran before;
-    a fork replays these episodes first to play the same JVM state."""
+    """What the ScienceWorld JVM that played an episode had played before it. On the JVM's own identity
+    hash codes (``env.hash_codes: default``) ScienceWorld orders objects in its texts by those codes,
+    which depend on everything the JVM ran before: a fork of such an episode replays these episodes
+    first to come near the same JVM state. On constant codes (the default) the order does not depend on
+    them, and a fork starts a fresh JVM."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
