@@ -18,7 +18,8 @@ thermometer readings) stays in that world's package and is asked there, by that 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -54,6 +55,45 @@ FUNCTION_WORDS = frozenset(
 these: the packaged weights were trained with this set, so changing it changes every feature."""
 
 
+@dataclass(frozen=True)
+class Alternative:
+    """One of a task's conditional alternatives: "If the melting point of tin is above 150.0 degrees
+    celsius, focus on the orange box." -> condition "the melting point of tin is above 150.0 degrees
+    celsius", target "orange box", number 150.0."""
+
+    condition: str
+    target: str
+    number: float | None
+
+
+class WorldEvidence(Protocol):
+    """What a world's texts say that bears on a task's conditional choice, for the evidence and
+    object-state features of Swift (``swift.features``: the weights of what is read here are fitted,
+    the reading is written). A world whose tasks have no such choices offers none
+    (``WorldSemantics.evidence`` is None) and those features stay 0."""
+
+    @property
+    def states_of_matter(self) -> tuple[str, ...]:
+        """Words naming a substance's state in an action ("liquid" of "use thermometer on liquid tin")."""
+        ...
+
+    def alternatives(self, task_description: str) -> tuple[Alternative, ...]:
+        """The task's "If <condition>, <do something with> the <target>." alternatives, in order."""
+        ...
+
+    def reading(self, observation: str) -> float | None:
+        """The number an instrument shows in an observation (a thermometer's temperature), if any."""
+        ...
+
+    def device_states(self, text: str) -> frozenset[str]:
+        """The states of the devices a text describes ("on", "off")."""
+        ...
+
+    def described_contents(self, text: str) -> Mapping[str, tuple[str, ...]]:
+        """Objects a text describes beyond their name, by name: the words describing each."""
+        ...
+
+
 @runtime_checkable
 class WorldSemantics(Protocol):
     """A world's answers to what its text means (module docstring). Implementations are stateless and
@@ -87,6 +127,12 @@ class WorldSemantics(Protocol):
     @property
     def argument_joiners(self) -> tuple[str, ...]:
         """The words (with their spaces) that join an action's two objects, in the order tried."""
+        ...
+
+    @property
+    def evidence(self) -> WorldEvidence | None:
+        """The world's readers of evidence for conditional choices (``WorldEvidence``), None if its
+        tasks have none."""
         ...
 
     @property

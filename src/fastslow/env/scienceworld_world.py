@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from fastslow.core.semantics import Feedback, WorldSemantics
+from fastslow.core.semantics import Alternative, Feedback, WorldEvidence, WorldSemantics
 from fastslow.env import paraphrase
 from fastslow.env import semantics as sw
 from fastslow.env.episodes import Episode, select_episodes
@@ -21,6 +21,32 @@ if TYPE_CHECKING:
     from fastslow.env.config import EnvConfig
     from fastslow.env.scienceworld import ScienceWorldAdapter
     from fastslow.env.world import World
+
+
+class ScienceWorldEvidence:
+    """ScienceWorld's readers of evidence (``WorldEvidence``): its judgement tasks' "If ..." sentences,
+    thermometer readings, device states and container listings (``fastslow.env.semantics``)."""
+
+    states_of_matter = sw.STATES_OF_MATTER
+
+    @staticmethod
+    def alternatives(task_description: str) -> tuple[Alternative, ...]:
+        return sw.conditional_alternatives(task_description)
+
+    @staticmethod
+    def reading(observation: str) -> float | None:
+        return sw.thermometer_reading(observation)
+
+    @staticmethod
+    def device_states(text: str) -> frozenset[str]:
+        return sw.device_states(text)
+
+    @staticmethod
+    def described_contents(text: str) -> dict[str, tuple[str, ...]]:
+        return sw.described_contents(text)
+
+
+EVIDENCE: WorldEvidence = ScienceWorldEvidence()
 
 
 class ScienceWorldSemantics:
@@ -34,6 +60,7 @@ class ScienceWorldSemantics:
     navigation_verbs = sw.NAVIGATION_VERBS
     argument_joiners = sw.ARGUMENT_JOINERS
     commitment_verb: str | None = sw.FOCUS
+    evidence: WorldEvidence | None = EVIDENCE
 
     @staticmethod
     def normalize(action: str) -> str:

@@ -53,7 +53,7 @@ from functools import lru_cache
 from fastslow.core.semantics import (
     AVOIDANCE_FEEDBACK as AVOIDANCE_FEEDBACK,
 )
-from fastslow.core.semantics import FUNCTION_WORDS, Feedback
+from fastslow.core.semantics import FUNCTION_WORDS, Alternative, Feedback
 from fastslow.core.semantics import (
     STAGNATION_FAILURES as STAGNATION_FAILURES,
 )
@@ -712,17 +712,6 @@ def known_rooms(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> se
 def places(valid_actions: Sequence[str], visited: Iterable[str] = ()) -> set[str]:
     """Names that are never a focus target: known rooms, the agent and the inventory."""
     return known_rooms(valid_actions, visited) | NON_OBJECTS
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One of a task's conditional alternatives: "If the melting point of tin is above 150.0 degrees
-    celsius, focus on the orange box." -> condition "the melting point of tin is above 150.0 degrees
-    celsius", target "orange box", number 150.0."""
-
-    condition: str
-    target: str
-    number: float | None
 
 
 _IF_SENTENCE = re.compile(r"^if (.+?), ([a-z ]+?) the ([a-z0-9 -]+?)\.?$")

@@ -17,9 +17,9 @@ swift``). Hashes use CRC32, so they are stable across processes and Python versi
 Verbs, arguments, argument joiners, navigation and rooms are the world's (the ``WorldSemantics`` an
 ``ActionTable`` is made with: the episode's ``Trajectory.semantics``, or the training data's world);
 stopwords are ``core.semantics.FUNCTION_WORDS``. The packaged weights were trained with exactly these,
-so a change there changes every hashed feature. The conditional-alternative, thermometer, device and
-object-state features read ScienceWorld's texts (``fastslow.env.semantics``) and are 0 in a world
-whose texts have none of them.
+so a change there changes every hashed feature. The conditional-alternative, reading, device and
+object-state features read the world's ``WorldEvidence`` (ScienceWorld's judgement tasks and container
+listings) and are 0 in a world that offers none.
 """
 
 from __future__ import annotations
@@ -34,16 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fastslow.core.semantics import FUNCTION_WORDS, WorldSemantics
+from fastslow.core.semantics import FUNCTION_WORDS, Alternative, WorldEvidence, WorldSemantics
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import (
-    STATES_OF_MATTER,
-    Alternative,
-    conditional_alternatives,
-    described_contents,
-    device_states,
-    thermometer_reading,
-)
 from fastslow.swift.answer_box import box_features
 
 IntArray = npt.NDArray[np.int64]
@@ -161,7 +153,7 @@ class ActionTable:
         self.is_teleport = np.zeros(1024, dtype=bool)
         self.rest_key = np.zeros(1024, dtype=np.int64)
         """Hash of the normalized text after the verb ("apricot tree in self watering flower pot 9"),
-        matched against ``env.semantics.described_contents`` by the object-state keys."""
+        matched against ``WorldEvidence.described_contents`` by the object-state keys."""
         self.strings: list[str] = []
         self._task_cache: dict[str, _TaskKeys] = {}
 
@@ -236,7 +228,7 @@ class ActionTable:
         if not found.all():
             missing = np.unique(ids[~found])
             named = set(words(task_description))
-            targets = [f" {a.target}" for a in conditional_alternatives(task_description)]
+            targets = [f" {a.target}" for a in _alternatives(self.semantics.evidence, task_description)]
             strings = self.strings
             fresh = np.empty(len(missing), dtype=np.uint64)
             alternative = np.full(len(missing), -1, dtype=np.int64)
@@ -263,7 +255,7 @@ class ActionTable:
 
     def task_alternatives(self, ids: IntArray, task_description: str) -> IntArray:
         """Per candidate, the index of the description's conditional alternative whose target it names
-        (``env.semantics.conditional_alternatives``: "move foil to red box" names "red box"), -1 for
+        (``WorldEvidence.alternatives``: "move foil to red box" names "red box"), -1 for
         none. Cached with the task-template keys."""
         cache, at = self._task_rows(ids, task_description)
         out: IntArray = cache.alternative[at]
@@ -411,11 +403,15 @@ EVIDENCE_SLOTS = 12
 """Evidence keys per candidate (``evidence_keys``)."""
 
 
+def _alternatives(evidence: WorldEvidence | None, task_description: str) -> tuple[Alternative, ...]:
+    return evidence.alternatives(task_description) if evidence is not None else ()
+
+
 @lru_cache(maxsize=256)
-def _telling_words(task_description: str) -> tuple[tuple[str, ...], ...]:
+def _telling_words(alternatives: tuple[Alternative, ...]) -> tuple[tuple[str, ...], ...]:
     """Per conditional alternative, the words of its condition that no other alternative's condition
     has ("above" / "below", "conductive" / "nonconductive", "dominant" / "recessive")."""
-    conditions = [set(words(a.condition)) for a in conditional_alternatives(task_description)]
+    conditions = [set(words(a.condition)) for a in alternatives]
     out = []
     for k, own in enumerate(conditions):
         others = set().union(*(c for j, c in enumerate(conditions) if j != k))
@@ -423,18 +419,20 @@ def _telling_words(task_description: str) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
-def _last_reading(state: SwiftState) -> tuple[float, str] | None:
-    """The latest thermometer reading of the history and the state of matter its action named
+def _last_reading(evidence: WorldEvidence, state: SwiftState) -> tuple[float, str] | None:
+    """The latest instrument reading of the history and the state of matter its action named
     ("use thermometer on liquid tin" -> "liquid"; "" when it named none)."""
     for action, observation, _ in reversed(state.history):
-        reading = thermometer_reading(observation)
+        reading = evidence.reading(observation)
         if reading is not None:
             named = set(action.split())
-            return reading, next((m for m in STATES_OF_MATTER if m in named), "")
+            return reading, next((m for m in evidence.states_of_matter if m in named), "")
     return None
 
 
-def _evidence(state: SwiftState, alternative: Alternative, reading: tuple[float, str] | None) -> list[str]:
+def _evidence(
+    evidence: WorldEvidence, state: SwiftState, alternative: Alternative, reading: tuple[float, str] | None
+) -> list[str]:
     """What the agent has observed that may bear on a conditional alternative: the latest thermometer
     reading against the number the condition names (greater or less, and the state of matter measured),
     the states of the room's devices (a light bulb that is on), and a constant."""
@@ -445,27 +443,27 @@ def _evidence(state: SwiftState, alternative: Alternative, reading: tuple[float,
         else:
             side = "gt" if reading[0] > alternative.number else "lt"
             tokens += [f"num:{side}", f"num:{side}:{reading[1]}"]
-    tokens += [f"dev:{s}" for s in sorted(device_states(state.look))]
+    tokens += [f"dev:{s}" for s in sorted(evidence.device_states(state.look))]
     tokens.append("any")
     return tokens
 
 
-def evidence_keys(state: SwiftState) -> tuple[IntArray, FloatArray]:
+def evidence_keys(evidence: WorldEvidence | None, state: SwiftState) -> tuple[IntArray, FloatArray]:
     """Per conditional alternative of the task (and a last row for "none"), ``EVIDENCE_SLOTS`` pre-mixed
     keys crossing each word that tells its condition apart (``_telling_words``) with each piece of
     evidence (``_evidence``), and their mask. Judgement tasks end at -100 when Swift picks the wrong box
     (docs/swift.md 2g); a linear model over action words cannot see which box the observations favour.
     These keys let it learn that from the gold paths: the weight of ("conductive", "dev:on") or
     ("above", "num:gt:liquid") is fitted, not written; what is written is how ScienceWorld words a
-    condition, a reading and a device's state (``env.semantics``)."""
-    alternatives = conditional_alternatives(state.task_description)
+    condition, a reading and a device's state (the world's ``WorldEvidence``; none: one "none" row)."""
+    alternatives = _alternatives(evidence, state.task_description)
     keys = np.zeros((len(alternatives) + 1, EVIDENCE_SLOTS), dtype=np.uint64)
     mask = np.zeros((len(alternatives) + 1, EVIDENCE_SLOTS), dtype=np.float32)
-    if alternatives:
-        reading = _last_reading(state)
-        telling = _telling_words(state.task_description)
+    if evidence is not None and alternatives:
+        reading = _last_reading(evidence, state)
+        telling = _telling_words(alternatives)
         for k, alternative in enumerate(alternatives):
-            tokens = _evidence(state, alternative, reading)
+            tokens = _evidence(evidence, state, alternative, reading)
             pairs = [h(f"EV:{w}|{t}") for t in tokens for w in telling[k]][:EVIDENCE_SLOTS]
             keys[k, : len(pairs)] = pairs
             mask[k, : len(pairs)] = 1.0
@@ -484,12 +482,13 @@ and the task with the score (which stage comes next)."""
 def object_state_keys(table: ActionTable, ids: IntArray, state: SwiftState) -> tuple[IntArray, IntArray]:
     """The candidates whose object the look or inventory describes beyond its name, and their
     (m, STATE_SLOTS) pre-mixed keys, 0 where unused: one per describing word
-    (``env.semantics.described_contents``: the "apricot tree in self watering flower pot 9" of an action
+    (``WorldEvidence.described_contents``: the "apricot tree in self watering flower pot 9" of an action
     is the apricot tree "in the seedling stage"). The valid action never names a plant's stage, and which
     stage to focus on next is what identify-life-stages is about (docs/swift.md 2h); with these keys,
     crossed with the verb and the task and score, the model can learn it from gold paths. Written
     here: how ScienceWorld lists a container's contents; fitted: what any describing word is worth."""
-    described = described_contents(f"{state.look}\n{state.inventory}")
+    evidence = table.semantics.evidence
+    described = evidence.described_contents(f"{state.look}\n{state.inventory}") if evidence else {}
     if not described:
         return np.empty(0, dtype=np.int64), np.empty((0, STATE_SLOTS), dtype=np.int64)
     names = list(described)
@@ -647,7 +646,7 @@ def _evidence_block(
 ) -> tuple[IntArray, FloatArray]:
     """(n, EVIDENCE_SLOTS) keys and values of the evidence block: the evidence keys of the alternative
     a candidate names (the "none" row for the others), crossed with its verb."""
-    ev_keys, ev_mask = evidence_keys(state)
+    ev_keys, ev_mask = evidence_keys(table.semantics.evidence, state)
     alternative = table.task_alternatives(ids, state.task_description)  # -1: the "none" row
     keys: IntArray = ev_keys[alternative] ^ verb[:, None]
     values: FloatArray = ev_mask[alternative]

@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from fastslow.core.semantics import Feedback
+from fastslow.core.semantics import Feedback, WorldEvidence
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -259,6 +259,8 @@ class TextWorldExpressSemantics:
     default_failure_markers: tuple[str, ...] = ()
     navigation_verbs = frozenset({MOVE})
     argument_joiners: tuple[str, ...] = (JOINER,)
+    evidence: WorldEvidence | None = None
+    """No conditional choices read from the text (arithmetic's and sorting's are the agent's to solve)."""
     commitment_verb: str | None = None
     """No irreversible commitment: a wrong action fails a task (Simon says, eating a distractor) by
     its own rules, not by a verb."""
