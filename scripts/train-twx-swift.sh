@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train TextWorldExpress's Swift, the packaged src/fastslow/swift/weights/twx-imitation.npz (issue 50):
-# the benchmark's cached train gold paths (the `train` set: the first 200 train seeds of each of the 8
+# the benchmark's cached train gold paths (the `train` set: the first 200 train seeds of each of the 7
 # games, src/fastslow/env/textworldexpress/data/gold-train.json) replayed into a gold dataset, then the
 # same trainer and settings as ScienceWorld's packaged Swift (3 epochs, 2**20 buckets, the mean of 3
 # seeds; no --focus-data: TextWorldExpress has no focus action). The twx-swift-* configurations play it.

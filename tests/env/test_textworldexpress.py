@@ -22,12 +22,13 @@ from fastslow.env.textworldexpress.benchmark import (
     FOLDS,
     GAME_NAMES,
     PACKAGE,
+    EpisodeSetSpec,
     fold_of,
     gold_file_name,
     load_benchmark,
     parse_benchmark,
 )
-from fastslow.env.textworldexpress.gold import fold_seeds, replay
+from fastslow.env.textworldexpress.gold import build, fold_seeds, replay
 from fastslow.env.textworldexpress.proxies import with_params
 from fastslow.env.wrappers import TimeLimit
 from fastslow.errors import EnvError, UsageError
@@ -58,9 +59,10 @@ def _play(
 # -- the benchmark file ----------------------------------------------------------------------------------
 
 
-def test_the_benchmark_names_all_eight_games_with_documented_parameters() -> None:
+def test_the_benchmark_plays_seven_games_and_says_why_it_leaves_the_eighth_out() -> None:
     assert BENCHMARK.package == PACKAGE
-    assert [g.name for g in BENCHMARK.games] == list(GAME_NAMES)
+    assert [g.name for g in BENCHMARK.games] == list(GAME_NAMES[:7])  # the package's order: ids unchanged
+    assert [(e.name, len(e.why) > 100) for e in BENCHMARK.excluded] == [("peckingorder", True)]
     for spec in BENCHMARK.games:
         assert spec.step_limit >= 30 and len(spec.why) > 100
         if spec.tales:  # harder than TALES' setting wherever there is a parameter to turn
@@ -76,16 +78,18 @@ def test_the_benchmark_names_all_eight_games_with_documented_parameters() -> Non
 
 def test_episode_sets_list_game_ids_and_seeds() -> None:
     test = BENCHMARK.episodes("test")
-    assert len(test) == 800 and test[0] == Episode(0, 20000) and test[-1] == Episode(7, 20099)
+    assert len(test) == 700 and test[0] == Episode(0, 20000) and test[-1] == Episode(6, 20099)
     coin = BENCHMARK.episodes("dev", games=["coin"], limit_per_game=3)
     assert [e.episode_id for e in coin] == ["02-10000", "02-10001", "02-10002"]
     assert Episode.from_id("02-10001") == coin[1]
     warmup = BENCHMARK.episodes("warmup")
-    assert len(warmup) == 40 and {e.variation for e in warmup} == set(range(5))
+    assert len(warmup) == 35 and {e.variation for e in warmup} == set(range(5))
     with pytest.raises(UsageError, match="unknown episode set"):
         BENCHMARK.episodes("all")
-    with pytest.raises(UsageError, match="unknown game id 8"):
-        BENCHMARK.episodes("test", games=[8])
+    with pytest.raises(UsageError, match="unknown game id 7"):
+        BENCHMARK.episodes("test", games=[7])
+    with pytest.raises(UsageError, match="unknown TextWorldExpress game 'peckingorder'"):
+        BENCHMARK.episodes("test", games=["peckingorder"])  # excluded: not a game of the benchmark
 
 
 def test_folds_and_game_lookup() -> None:
@@ -106,6 +110,17 @@ def test_the_benchmark_file_refuses_unknown_keys_and_games() -> None:
         parse_benchmark(text.replace("name: coin", "name: zork"), "b.yaml")
     with pytest.raises(UsageError, match="textworld-express==9"):
         parse_benchmark(text.replace(PACKAGE, "textworld-express==9"), "b.yaml")
+    # every TWX game is played or excluded, once: an excluded game is recorded, not forgotten
+    with pytest.raises(UsageError, match="peckingorder is neither"):
+        parse_benchmark(text[: text.index("excluded:")], "b.yaml")
+    with pytest.raises(UsageError, match="listed twice"):
+        parse_benchmark(text + "  - {name: coin, why: played and excluded}\n", "b.yaml")
+    with pytest.raises(UsageError, match="unknown TextWorldExpress game 'zork'"):
+        parse_benchmark(text + "  - {name: zork, why: no such game}\n", "b.yaml")
+    with pytest.raises(UsageError, match=r"excluded\.0\.reason: Extra inputs are not permitted"):
+        parse_benchmark(
+            text.replace("    why: >-\n      No generation", "    reason: >-\n      No generation"), "b.yaml"
+        )
 
 
 # -- the adapter -------------------------------------------------------------------------------------------
@@ -215,7 +230,9 @@ def test_the_gold_cache_matches_the_benchmark() -> None:
         prov = data["provenance"]
         assert prov["package"] == PACKAGE and prov["fold"] == fold
         assert prov["params"] == {g.name: g.params for g in BENCHMARK.games}
-        assert prov["oracle"] == {"episodes": 8 * len(seeds), "success": 8 * len(seeds)}
+        assert list(data["games"]) == [g.name for g in BENCHMARK.games]  # no excluded game's paths
+        episodes = len(BENCHMARK.games) * len(seeds)
+        assert prov["oracle"] == {"episodes": episodes, "success": episodes}
         assert prov["date"] and prov["command"].startswith("python -m fastslow.env.textworldexpress.gold")
         for spec in BENCHMARK.games:
             paths = data["games"][spec.name]
@@ -225,7 +242,7 @@ def test_the_gold_cache_matches_the_benchmark() -> None:
 
 def test_cached_gold_paths_reach_success_on_a_test_sample(twx: TextWorldExpressAdapter) -> None:
     """The ``oracle`` check on 10 test episodes of every game: the cached path, under the game's step
-    limit, wins at its last action (the builder checked all 800; its count is in the provenance)."""
+    limit, wins at its last action (the builder checked all 700; its count is in the provenance)."""
     for spec in BENCHMARK.games:
         env = TimeLimit(twx, spec.step_limit)
         for seed in range(20000, 20100, 10):
@@ -246,6 +263,35 @@ def test_a_stale_gold_cache_is_refused(tmp_path: Path) -> None:
     changed = load_benchmark(tmp_path / "benchmark.yaml")
     with pytest.raises(UsageError, match="rebuild it"):
         changed.gold_path("coin", 20000)
+
+
+def test_a_partial_rebuild_keeps_the_other_games_paths(tmp_path: Path) -> None:
+    """``gold.build(..., games=[...])`` (``--games``) regenerates only the games it names: the others keep
+    the existing file's paths, only for the benchmark's parameters, a game no longer in the benchmark
+    is dropped, and the oracle check still replays every game."""
+    dev = EpisodeSetSpec(fold="dev", per_game=2, description="two dev seeds")
+    small = BENCHMARK.model_copy(update={"sets": {"dev": dev}})
+    shipped = json.loads(
+        (resources.files("fastslow.env.textworldexpress") / "data" / "gold-dev.json").read_text()
+    )
+    old = {game: {s: paths[s] for s in ("10000", "10001")} for game, paths in shipped["games"].items()}
+    old["peckingorder"] = {"10000": ["read instructions"]}  # excluded since: dropped
+    (tmp_path / "gold-dev.json").write_text(json.dumps({"provenance": shipped["provenance"], "games": old}))
+    with pytest.raises(EnvError, match="rebuild coin too"):  # coin's paths are for other parameters
+        build(
+            with_params(small, "coin", {"numLocations": 10}, None), ["dev"], 1, tmp_path, games=["mapreader"]
+        )
+    prov = build(small, ["dev"], 1, tmp_path, "test", games=["mapreader"])["dev"]
+    data = json.loads((tmp_path / "gold-dev.json").read_text())
+    others = [g.name for g in BENCHMARK.games if g.name != "mapreader"]
+    assert list(data["games"]) == [g.name for g in BENCHMARK.games]
+    assert {g: data["games"][g] for g in others} == {g: old[g] for g in others}
+    assert prov["kept"] == {
+        "games": others,
+        "date": shipped["provenance"]["date"],
+        "command": shipped["provenance"]["command"],
+    }
+    assert prov["oracle"] == {"episodes": 14, "success": 14} and prov["command"] == "test"
 
 
 # -- errors and the JVM ------------------------------------------------------------------------------

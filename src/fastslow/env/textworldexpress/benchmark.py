@@ -1,9 +1,10 @@
 """fastslow's TextWorldExpress benchmark: ``benchmark.yaml`` validated, its episode sets and gold cache.
 
 The benchmark is data, not code: ``benchmark.yaml`` beside this module names the games, their generation
-parameters, step limits and episode sets, and documents how TextWorldExpress (TWX) scores map onto
-fastslow's two score conventions. ``Benchmark`` validates it (unknown keys are errors); nothing here
-starts a JVM, so listing a set's episodes (``episodes``) is cheap.
+parameters, step limits and episode sets, the TWX games it leaves out and why (``excluded``), and
+documents how TextWorldExpress (TWX) scores map onto fastslow's two score conventions. ``Benchmark``
+validates it (unknown keys are errors); nothing here starts a JVM, so listing a set's episodes
+(``episodes``) is cheap.
 
 An episode is ``fastslow.env.episodes.Episode(task_id=<game index>, variation=<TWX seed>)``: the game's
 index in the benchmark's game list (0 = the first game of the file) and a seed of one of TWX's folds
@@ -75,7 +76,7 @@ class GameSpec(StrictModel):
     """TWX game name (``GAME_NAMES``)."""
     params: dict[str, int] = {}
     """Generation parameters passed to TWX's ``load`` as ``k=v,...`` (in file order). Empty = the game's
-    own defaults (arithmetic, sorting and peckingorder have none)."""
+    own defaults (arithmetic and sorting have none)."""
     step_limit: int = Field(ge=1)
     """Env steps an episode may take before it ends at ``EndState.STEP_LIMIT``
     (``env.wrappers.TimeLimit``)."""
@@ -96,6 +97,21 @@ class GameSpec(StrictModel):
     def param_string(self) -> str:
         """The parameters as TWX's ``load`` takes them: ``numLocations=4,includeDoors=1`` ('' for none)."""
         return ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+class ExcludedGame(StrictModel):
+    """A TWX game the benchmark does not play, and why."""
+
+    name: str
+    """TWX game name (``GAME_NAMES``)."""
+    why: str
+    """Why it is left out, with the measurement that decided it (train/dev seeds only, never test)."""
+
+    @model_validator(mode="after")
+    def _known_game(self) -> ExcludedGame:
+        if self.name not in GAME_NAMES:
+            raise ValueError(f"unknown TextWorldExpress game '{self.name}' (known: {', '.join(GAME_NAMES)})")
+        return self
 
 
 class EpisodeSetSpec(StrictModel):
@@ -120,6 +136,9 @@ class Benchmark(StrictModel):
     """Episode sets by name (test, dev, warmup, train)."""
     games: list[GameSpec] = Field(min_length=1)
     """The games, in id order: an episode's ``task_id`` is its game's index here."""
+    excluded: list[ExcludedGame] = []
+    """TWX's games the benchmark leaves out, each with its reason; together with ``games`` they are every
+    game of ``GAME_NAMES``, each once (a game dropped from ``games`` is recorded here, not forgotten)."""
 
     _gold_dir: Path | None = PrivateAttr(default=None)
     _gold_cache: dict[Fold, dict[str, dict[int, tuple[str, ...]]]] = PrivateAttr(default_factory=dict)
@@ -128,9 +147,11 @@ class Benchmark(StrictModel):
     def _consistent(self) -> Benchmark:
         if self.package != PACKAGE:
             raise ValueError(f"benchmark is for {self.package}, this code drives {PACKAGE}")
-        names = [g.name for g in self.games]
+        names = [g.name for g in self.games] + [g.name for g in self.excluded]
         if len(set(names)) != len(names):
-            raise ValueError(f"a game is listed twice: {names}")
+            raise ValueError(f"a game is listed twice (games and excluded): {names}")
+        if missing := [name for name in GAME_NAMES if name not in names]:
+            raise ValueError(f"every TWX game is played or excluded: {', '.join(missing)} is neither")
         return self
 
     # -- games -------------------------------------------------------------------------------------------

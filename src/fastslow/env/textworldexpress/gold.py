@@ -13,12 +13,20 @@ some games (twc, coin) and twc's runs on past its success. The cache fixes one p
    (``reset(..., gold=True)``, ``gold_source == "cache"``) under the game's step limit
    (``env.wrappers.TimeLimit``); the number that reached SUCCESS is recorded in the file's provenance.
 
+``--games`` rebuilds only the games it names: every other game of the benchmark keeps the paths of the
+existing file in ``--out``, which must hold them for the benchmark's parameters and seeds (else
+``EnvError``: rebuild that game too). twc's and coin's paths are random walks, so a full rebuild would
+change games whose parameters did not. A game no longer in the benchmark is dropped from the file. The
+oracle check still replays every game; the provenance's ``kept`` names the kept games and the date and
+command of the file they were kept from.
+
 The file: ``{"provenance": {...}, "games": {<game>: {<seed>: [actions...]}}}``, one episode per line.
 Provenance names the package, each game's parameters and step limit (``Benchmark.gold_path`` refuses a
 cache whose parameters differ from the benchmark's), the date, the command, how paths were chosen,
 per-game length statistics and the oracle count.
 
-``python -m fastslow.env.textworldexpress.gold [--folds test,dev,train] [--tries 5] [--out DIR]``
+``python -m fastslow.env.textworldexpress.gold [--folds test,dev,train] [--games G,...] [--tries 5]
+[--out DIR]``
 """
 
 from __future__ import annotations
@@ -126,6 +134,29 @@ def _stats(lengths: list[int]) -> dict[str, Any]:
     }
 
 
+def kept_paths(
+    benchmark: Benchmark, path: Path, seeds: Sequence[int], games: Sequence[str]
+) -> tuple[Paths, dict[str, Any]]:
+    """The paths of ``games`` in the existing cache file ``path`` and that file's provenance; ``EnvError``
+    unless it holds each of them for the benchmark's parameters and exactly ``seeds``."""
+    if not path.is_file():
+        raise EnvError(f"{path} does not exist: build every game (no --games)")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    prov = data.get("provenance", {})
+    kept: Paths = {}
+    for game in games:
+        params = benchmark.game(game)[1].params
+        by_seed = {int(seed): tuple(p) for seed, p in data.get("games", {}).get(game, {}).items()}
+        if prov.get("package") != benchmark.package or prov.get("params", {}).get(game) != params:
+            raise EnvError(
+                f"{path.name} holds no {game} paths for {benchmark.package} {params}: rebuild {game} too"
+            )
+        if sorted(by_seed) != list(seeds):
+            raise EnvError(f"{path.name} holds other {game} seeds than the benchmark's: rebuild {game} too")
+        kept[game] = by_seed
+    return kept, prov
+
+
 def build(
     benchmark: Benchmark,
     folds: Sequence[Fold] | None = None,
@@ -133,18 +164,29 @@ def build(
     out_dir: Path = SOURCE_DIR,
     command: str = "",
     progress: Callable[[str], None] | None = None,
+    games: Sequence[str] | None = None,
 ) -> dict[Fold, dict[str, Any]]:
     """Build, verify and write the cache of ``folds`` (default: every fold a set uses); returns each
-    written file's provenance. ``EnvError`` names the episodes without a successful gold path (nothing
-    is written for their fold)."""
+    written file's provenance. ``games`` (names) rebuilds only those games and keeps the others' paths
+    from the existing file in ``out_dir`` (module docstring). ``EnvError`` names the episodes without a
+    successful gold path (nothing is written for their fold)."""
     wanted = fold_seeds(benchmark)
+    rebuild = [benchmark.game(g)[1].name for g in games] if games is not None else None
     out: dict[Fold, dict[str, Any]] = {}
     for fold in folds or list(wanted):
         seeds = wanted.get(fold, ())
         paths: Paths = {}
+        kept: dict[str, Any] = {}
+        if rebuild is not None:
+            others = [g.name for g in benchmark.games if g.name not in rebuild]
+            old_paths, old = kept_paths(benchmark, out_dir / gold_file_name(fold), seeds, others)
+            paths.update(old_paths)
+            kept = {"games": others, "date": old.get("date"), "command": old.get("command")}
         missing: list[str] = []
         with TextWorldExpressAdapter(benchmark) as adapter:
             for spec in benchmark.games:
+                if spec.name in paths:
+                    continue
                 paths[spec.name] = {}
                 for seed in seeds:
                     path = shortest_gold(adapter, spec.name, seed, tries)
@@ -156,6 +198,7 @@ def build(
                     progress(f"{fold} {spec.name}: {len(paths[spec.name])} paths")
         if missing:
             raise EnvError(f"no gold path reached success in {tries} tries: {', '.join(missing)}")
+        paths = {g.name: paths[g.name] for g in benchmark.games}  # the benchmark's order
         oracle = oracle_check(benchmark, paths)
         if progress:
             progress(f"{fold} oracle: {oracle['success']}/{oracle['episodes']} at success")
@@ -171,6 +214,7 @@ def build(
             ),
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": command,
+            **({"kept": kept} if kept else {}),
             "lengths": {game: _stats([len(p) for p in by_seed.values()]) for game, by_seed in paths.items()},
             "oracle": oracle,
         }
@@ -203,6 +247,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--folds", help="comma-separated folds (default: every fold a set uses)")
+    parser.add_argument(
+        "--games", help="comma-separated games to rebuild; the others keep their paths from --out's files"
+    )
     parser.add_argument("--tries", type=int, default=TRIES, help="gold paths generated per episode")
     parser.add_argument("--out", type=Path, default=SOURCE_DIR, help="output directory")
     args = parser.parse_args(argv)
@@ -212,11 +259,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.error(f"unknown fold {name}")
         if name:
             folds.append(name)
+    games = [g for g in (args.games or "").split(",") if g] if args.games is not None else None
     command = "python -m fastslow.env.textworldexpress.gold " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
     build(
-        load_benchmark(), folds or None, args.tries, args.out, command.strip(), lambda m: print(m, flush=True)
+        load_benchmark(),
+        folds or None,
+        args.tries,
+        args.out,
+        command.strip(),
+        lambda m: print(m, flush=True),
+        games,
     )
 
 
