@@ -201,6 +201,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _as_a_shell_starts_it() -> None:
+    """Ctrl-C at its default action and not blocked, whatever this test process (a pytest-xdist
+    worker, after other tests) ignores or blocks: both are inherited across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _start_playing(
     args: list[str], logs: Any, jvms: int = 2, new_session: bool = False
 ) -> tuple[subprocess.Popen[str], set[int]]:
@@ -212,6 +219,7 @@ def _start_playing(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=new_session,
+        preexec_fn=_as_a_shell_starts_it,
     )
     deadline = time.monotonic() + 180
     family: set[int] = set()
@@ -225,14 +233,28 @@ def _start_playing(
     raise AssertionError(f"no {jvms} JVMs and a log below the command (exit {proc.returncode}): {family}")
 
 
+def _sigint_ignored(pid: int) -> str:
+    """Whether the process ignores or blocks SIGINT (``SigIgn`` / ``SigBlk`` of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "gone"
+    bit = 1 << (signal.SIGINT - 1)
+    masks = {
+        line.split(":")[0]: int(line.split()[1], 16) for line in status.splitlines() if line.startswith("Sig")
+    }
+    return f"ignored {bool(masks.get('SigIgn', 0) & bit)}, blocked {bool(masks.get('SigBlk', 0) & bit)}"
+
+
 def _ctrl_c(proc: subprocess.Popen[str], family: set[int], *fragments: str) -> None:
     """Ctrl-C as a terminal sends it (SIGINT to the whole process group: the command, its workers,
     their JVMs): one line holding ``fragments``, exit 130, and no process of the command alive 10 s
     later."""
+    ignored = _sigint_ignored(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, f"SIGINT in the command: {ignored}; stderr: {err}"
     assert len(lines) == 1, err
     for fragment in ("interrupted (Ctrl-C)", *fragments):
         assert fragment in " ".join(lines[0].split()), lines[0]

@@ -11,7 +11,7 @@ or messages.
 The questions are the ones both worlds answer: how to compare two actions (``normalize``), an action's
 verb and objects, which verbs move the agent, what a look says about where the agent is, what an
 observation says about the action that produced it (``Feedback``), the scores of success and failure,
-and whether an action is the world's irreversible commitment (ScienceWorld's "focus on"; TextWorldExpress
+and whether an action is the world's irreversible commitment (ScienceWorld's focus; TextWorldExpress
 has none). What only makes sense in one world (ScienceWorld's ambiguity prompts, its focus rules, its
 thermometer readings) stays in that world's package and is asked there, by that world's own logic.
 """
@@ -58,7 +58,7 @@ these: the packaged weights were trained with this set, so changing it changes e
 @dataclass(frozen=True)
 class Alternative:
     """One of a task's conditional alternatives: "If the melting point of tin is above 150.0 degrees
-    celsius, focus on the orange box." -> condition "the melting point of tin is above 150.0 degrees
+    celsius, <act on> the orange box." -> condition "the melting point of tin is above 150.0 degrees
     celsius", target "orange box", number 150.0."""
 
     condition: str
@@ -171,8 +171,20 @@ class WorldSemantics(Protocol):
         ...
 
     def strip_qualifiers(self, norm: str) -> str:
-        """A normalized action without its objects' container or location qualifiers ("focus on water
-        in metal pot" -> "focus on water"; Gate-1's ``qualifier`` rule)."""
+        """A normalized action without its objects' container or location qualifiers ("pick up water
+        in metal pot" -> "pick up water"; Gate-1's ``qualifier`` rule)."""
+        ...
+
+    @property
+    def critic_verbs(self) -> Mapping[str, int]:
+        """The verbs (``verb_of``'s form) whose actions a rules Critic proposes to get unstuck, with
+        their rank (0 most useful first); a verb not listed is never proposed (irreversible,
+        destructive or navigation, which ``exploration_moves`` proposes)."""
+        ...
+
+    def exploration_moves(self, look: str, valid_actions: Sequence[str], visited: Iterable[str]) -> list[str]:
+        """The valid actions that lead from here towards a place not visited yet (ScienceWorld: a
+        teleport to an unvisited room; TextWorldExpress: a move or door towards an exit not seen)."""
         ...
 
     def location(self, look: str) -> str:

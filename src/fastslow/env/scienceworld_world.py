@@ -8,7 +8,7 @@ before the seam existed. The configured step limit is every task's (SwiftSage's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from fastslow.core.semantics import Alternative, Feedback, WorldEvidence, WorldSemantics
@@ -21,6 +21,29 @@ if TYPE_CHECKING:
     from fastslow.env.config import EnvConfig
     from fastslow.env.scienceworld import ScienceWorldAdapter
     from fastslow.env.world import World
+
+
+CRITIC_VERBS: dict[str, int] = {
+    "pick up": 0,
+    "read": 0,
+    "open": 1,
+    "look at": 2,
+    "activate": 2,
+    "mix": 2,
+    "pour": 3,
+    "move": 3,
+    "use": 4,
+    "connect": 4,
+    "dunk": 4,
+    "look in": 5,
+    "close": 5,
+    "deactivate": 5,
+    "put down": 6,
+}
+"""The rules Critic's verbs in ScienceWorld, most useful first for getting unstuck (take and read what
+the task names, open containers, look, operate devices, move things). Left out: focus is irreversible
+(a wrong one fails the task), eat and flush destroy objects, navigation is proposed separately, wait,
+look around and inventory change nothing."""
 
 
 class ScienceWorldEvidence:
@@ -85,6 +108,15 @@ class ScienceWorldSemantics:
     @staticmethod
     def strip_qualifiers(norm: str) -> str:
         return paraphrase.strip_qualifiers(norm)
+
+    critic_verbs: Mapping[str, int] = CRITIC_VERBS
+
+    @staticmethod
+    def exploration_moves(look: str, valid_actions: Sequence[str], visited: Iterable[str]) -> list[str]:
+        """The "teleport to" actions towards rooms not in ``visited``."""
+        seen = set(visited)
+        prefix = sw.TELEPORT + " "
+        return [a for a in valid_actions if a.startswith(prefix) and a[len(prefix) :] not in seen]
 
     @staticmethod
     def go_to(place: str) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ apply.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from fastslow.core.semantics import Feedback, WorldEvidence
@@ -250,6 +250,38 @@ def inventory_capacity(inventory: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+CRITIC_VERBS: dict[str, int] = {
+    TAKE: 0,
+    "read": 0,
+    "open": 1,
+    "examine": 2,
+    PUT: 3,
+    "cook": 3,
+    "slice": 3,
+    "chop": 3,
+    "dice": 3,
+}
+"""The rules Critic's verbs in TWX, most useful first: take and read what the task names, open
+containers, examine, then the recipe's steps. Left out: eat (it destroys the food, and a distractor
+fails cookingworld), close, touch and smell (Simon says' commands: a wrong one fails the game), the
+gestures, and moves (``exploration_moves``)."""
+
+
+def exploration_moves(look: str, valid_actions: Sequence[str], visited: Iterable[str]) -> list[str]:
+    """The moves towards an exit whose room the agent has not visited, and the doors to open towards
+    one: "move west" when the look says "To the West you see the pantry" and the pantry is unvisited;
+    "open door to north" when it sees a closed door there (what is behind it is not known)."""
+    seen = set(visited)
+    out = []
+    for way, what in exits(look).items():
+        door = "door" in what.split()
+        if door and f"open door to {way}" in valid_actions:
+            out.append(f"open door to {way}")
+        elif (door or what not in seen) and f"{MOVE} {way}" in valid_actions:
+            out.append(f"{MOVE} {way}")  # through an open door, the room behind it is not known
+    return out
+
+
 class TextWorldExpressSemantics:
     """TextWorldExpress's answers to ``fastslow.core.semantics.WorldSemantics`` (module docstring)."""
 
@@ -276,6 +308,12 @@ class TextWorldExpressSemantics:
     @staticmethod
     def arguments(action: str) -> list[str]:
         return arguments(action)
+
+    critic_verbs: Mapping[str, int] = CRITIC_VERBS
+
+    @staticmethod
+    def exploration_moves(look: str, valid_actions: Sequence[str], visited: Iterable[str]) -> list[str]:
+        return exploration_moves(look, valid_actions, visited)
 
     @staticmethod
     def rewrite(norm: str) -> str:

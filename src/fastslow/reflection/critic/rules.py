@@ -1,9 +1,10 @@
 """The rules Critic (paper §3.2, ``critic.kind: rules``): a deterministic backend without a model.
 
-``RulesCritic`` proposes untried task-relevant actions, then ``teleport to`` actions towards unvisited
-rooms (rooms first when the report is a navigation loop), never an action the report says to avoid and
-never a focus. Its two candidate lists, ``relevant_actions`` and ``unvisited_rooms``, are also what the
-LLM Critic's prompt samples (``reflection.critic.llm``).
+``RulesCritic`` proposes untried task-relevant actions (the world's ``critic_verbs``), then actions
+towards unvisited places (``exploration_moves``; places first when the report is a navigation loop),
+never an action the report says to avoid and never a focus. Its two candidate lists,
+``relevant_actions`` and ``unvisited_rooms``, are also what the LLM Critic's prompt samples
+(``reflection.critic.llm``).
 """
 
 from __future__ import annotations
@@ -16,27 +17,6 @@ from fastslow.reflection.critic.base import MemoryFetch
 from fastslow.reflection.focus import content_words
 from fastslow.vocab import NAVIGATION_LOOP
 
-# Verbs the Critic's candidate lists use, most useful first for getting unstuck (take and read what the
-# task names, open containers, look, operate devices, move things). Everything else is left out: focus
-# is irreversible (a wrong one fails the task), eat and flush destroy objects, navigation is proposed
-# separately, wait/look around/inventory change nothing.
-_VERB_RANK = {
-    "pick up": 0,
-    "read": 0,
-    "open": 1,
-    "look at": 2,
-    "activate": 2,
-    "mix": 2,
-    "pour": 3,
-    "move": 3,
-    "use": 4,
-    "connect": 4,
-    "dunk": 4,
-    "look in": 5,
-    "close": 5,
-    "deactivate": 5,
-    "put down": 6,
-}
 _LAST_OBJECT = re.compile(r" (?:to|into|on|in) ")
 
 
@@ -55,7 +35,7 @@ def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
     scored = []
     for action in traj.current.valid_actions:
         verb = traj.semantics.verb_of(action)
-        rank = _VERB_RANK.get(verb)
+        rank = traj.semantics.critic_verbs.get(verb)
         if rank is None:
             continue
         objects = action[len(verb) + 1 :]
@@ -70,11 +50,11 @@ def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
 
 
 def unvisited_rooms(traj: Trajectory) -> list[str]:
-    """``teleport to`` actions towards rooms not seen yet, rooms named in the task first."""
+    """Actions towards places not seen yet (``WorldSemantics.exploration_moves``: ScienceWorld's
+    teleports), those naming a word of the task first."""
     words = content_words(traj.task_description)
-    seen = set(traj.visited_rooms)
-    moves = [a for a in traj.current.valid_actions if a.startswith("teleport to ")]
-    fresh = [a for a in moves if a[len("teleport to ") :] not in seen]
+    cur = traj.current
+    fresh = traj.semantics.exploration_moves(cur.look, cur.valid_actions, traj.visited_rooms)
     return sorted(fresh, key=lambda a: (not (content_words(a) & words), a))
 
 
