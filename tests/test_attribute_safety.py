@@ -240,9 +240,8 @@ def _sigint_ignored(pid: int) -> str:
     except OSError:
         return "gone"
     bit = 1 << (signal.SIGINT - 1)
-    masks = {
-        line.split(":")[0]: int(line.split()[1], 16) for line in status.splitlines() if line.startswith("Sig")
-    }
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    masks = {name: int(fields.get(name, "0").strip(), 16) for name in ("SigIgn", "SigBlk")}
     return f"ignored {bool(masks.get('SigIgn', 0) & bit)}, blocked {bool(masks.get('SigBlk', 0) & bit)}"
 
 
