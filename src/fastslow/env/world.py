@@ -17,8 +17,8 @@ Everything the evaluation does that depends on the world goes through a ``World`
 Each world implements it in its own package (``fastslow.env.scienceworld_world`` beside ScienceWorld's
 modules, ``fastslow.env.textworldexpress.world``); ``get_world`` imports that package only when the
 world is first asked for, so a ScienceWorld run never imports TextWorldExpress (nor the reverse).
-What the *agent* may know of a world (verbs, objects, feedback classes) is the world's semantics, not
-this seam (issue 50).
+What the *agent* may know of a world (verbs, objects, rooms, feedback classes) is its ``semantics``
+(``fastslow.core.semantics.WorldSemantics``), which every episode's ``Trajectory`` carries.
 """
 
 from __future__ import annotations
