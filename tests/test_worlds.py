@@ -340,3 +340,26 @@ def test_the_twx_fast_pathway_configs_are_the_scienceworld_ones_on_twx() -> None
         load_config("swift-only", ["swift.backend=t5", "swift.model_path=packaged:twx-imitation.npz"])
     with pytest.raises(UsageError, match=r"Swift model not found: packaged:nosuch\.npz"):
         check_swift(load_config("swift-only", ["swift.model_path=packaged:nosuch.npz"]).swift)
+
+
+def test_attribute_forks_a_twx_run_and_every_control_repeats_its_parent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``attribute`` on a TextWorldExpress run, unchanged: the rules Critic's answers in a dev
+    cookingworld episode of twx-swift-srm are forked with the Critic on and off; TWX replays exactly
+    (no caveat), so every control repeats its parent and none is re-sampled."""
+    parent = tmp_path / "srm"
+    args = ["eval", "--config", "twx-swift-srm", "--set", "dev", "--tasks", "0", "--variations", "10001"]
+    code, _, err = cli(capsys, *args, "--out", str(parent))
+    assert code == 0, err
+    out = tmp_path / "attr"
+    code, _, err = cli(
+        capsys, "attribute", str(parent), "--mechanism", "critic", "--limit", "2", "--out", str(out)
+    )
+    assert code == 0, err
+    assert "note:" not in err
+    payload = json.loads((out / "attribution.json").read_text())
+    assert payload["replay_caveat"] is None and payload["replaced"] == []
+    assert payload["sampled"] == payload["tried"] == payload["replayed"] == payload["exact"] == 2
+    header = read_events(next((out / "forks").glob("*/control/events/*.jsonl")))[0]
+    assert isinstance(header, EpisodeStart) and header.world == "textworldexpress"
