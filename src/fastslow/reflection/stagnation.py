@@ -123,11 +123,14 @@ class StagnationDetector:
         turn, cur, semantics = traj.turns[-1], traj.current, traj.semantics
         self._semantics = semantics
         room = semantics.location(cur.look)
-        first = self._first
-        start = (semantics.location(first.look), first.inventory, first.look) if first is not None else None
-        before = (
-            (self._snaps[-1].room, self._snaps[-1].inventory, self._snaps[-1].look) if self._snaps else start
-        )
+        if self._snaps:
+            last = self._snaps[-1]
+            before: tuple[str, str, str] | None = (last.room, last.inventory, last.look)
+        else:  # the first step's state before it is the reset's, read once
+            first = self._first
+            before = (
+                (semantics.location(first.look), first.inventory, first.look) if first is not None else None
+            )
         effect = turn.reward != 0 or before is None or (room, cur.inventory, cur.look) != before
         obs = " ".join(turn.observation.split()).lower()
         self._snaps.append(_Snapshot(turn, room, cur.inventory, cur.look, effect, obs))
