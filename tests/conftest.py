@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 
 
 def _ppid(pid: int) -> int:
@@ -182,7 +182,7 @@ def pg_dsn() -> Iterator[str]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """No java process may survive the test suite."""
-    from fastslow.env.scienceworld import _close_all
+    from fastslow.env.scienceworld.adapter import _close_all
 
     _close_all()
     # JVMs of killed subprocesses notice their closed stdin and exit; give them a moment.

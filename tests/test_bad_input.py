@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 
 FASTSLOW = [sys.executable, "-m", "fastslow.cli"]
 DEV_3 = select_episodes("dev", "3", None, 1)[0]

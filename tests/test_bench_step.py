@@ -12,7 +12,7 @@ from fastslow.bench.step import DEFAULT_EPISODES, bench_step, profile_summary
 from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.tasks import get_task
 
 
 def test_default_episodes_are_fixed_test_episodes() -> None:

@@ -5,7 +5,7 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import SCIENCEWORLD_SIMPLIFICATIONS, builtin_config_names, load_config
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.errors import UsageError
 
 

@@ -12,8 +12,8 @@ import pytest
 from scienceworld import ScienceWorldEnv
 
 from fastslow.bench.env import stock_wrapper
-from fastslow.env.scienceworld import ScienceWorldAdapter, StepResult, jvm_options
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter, StepResult, jvm_options
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.wrappers import TimeLimit
 from fastslow.errors import EnvError, UsageError
 from fastslow.events import EndState

@@ -15,7 +15,7 @@ import pytest
 from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.controller.sage import SageOff
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.errors import UsageError
 from fastslow.eval.attribute import Point, attribute, mechanism_points
 from fastslow.eval.evaluate import evaluate

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.tasks import get_task
 
 DATA = Path(str(resources.files("fastslow.env") / "data"))
 PROCEDURES_DATA = Path(str(resources.files("fastslow.procedures") / "data"))

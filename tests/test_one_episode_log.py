@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.errors import CorruptLogError
 from fastslow.eval.viewer import episode_entry
 from fastslow.events import EpisodeEnd, EpisodeStart, read_events

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes, with_seeds
+from fastslow.env.episodes import with_seeds
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.eval.evaluate import evaluate
 
 pytest.importorskip("ray")

@@ -14,7 +14,8 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes, with_seeds
+from fastslow.env.episodes import with_seeds
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.records import METRICS_FORMAT
 from fastslow.eval.report import load_run, write_report

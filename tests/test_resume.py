@@ -15,8 +15,8 @@ from fastslow.agents import Decision, OracleAgent
 from fastslow.config import load_config
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.executors import _Worker
 from fastslow.events import EndState, EpisodeEnd, EpisodeStart, read_events
 

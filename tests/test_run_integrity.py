@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from fastslow.config import load_config
-from fastslow.env.episodes import Episode, select_episodes
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.eval.evaluate import evaluate
 from fastslow.events import EpisodeEnd, MemoryRetrieval, MemoryWrite, read_events
 from fastslow.manifest import BOOKKEEPING

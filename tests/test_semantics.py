@@ -1,6 +1,6 @@
-"""ScienceWorld's semantics, defined once (fastslow.env.semantics): feedback classes, ambiguity options,
-action text, focus targets, and what each consumer (SwiftSage's escalation, SRM's stagnation detector,
-AMM's salience gate) counts.
+"""ScienceWorld's semantics, defined once (fastslow.env.scienceworld.semantics): feedback classes, ambiguity
+options, action text, focus targets, and what each consumer (SwiftSage's escalation, SRM's stagnation
+detector, AMM's salience gate) counts.
 
 The feedback table holds real observations, played in the real simulator (task 0 variation 0, "easy"),
 as literal strings so the table runs without a JVM; ``test_table_is_what_scienceworld_says`` re-plays
@@ -20,9 +20,8 @@ from fastslow.controller.config import EscalationConfig
 from fastslow.controller.escalation import SwiftSageArbiter
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import (
     DEFAULT_FAILURE_MARKERS,
     DESCRIPTION_STOPWORDS,
     FAILURE_SCORE,
@@ -46,6 +45,7 @@ from fastslow.env.semantics import (
     teleport_targets,
     verb_of,
 )
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.events import EndState
 from fastslow.memory.salience import is_invalid_feedback
@@ -374,7 +374,7 @@ def test_semantics_imports_only_the_standard_library() -> None:
     from types import CodeType
 
     import fastslow.core.semantics as protocol
-    import fastslow.env.semantics as semantics
+    import fastslow.env.scienceworld.semantics as semantics
 
     # ScienceWorld's semantics and the protocol they implement (the bottom layer's own module)
     paths = [Path(semantics.__file__), Path(protocol.__file__)]

@@ -21,9 +21,9 @@ from fastslow.core.hooks import ProposalTurn
 from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import load_run, write_report
 from fastslow.eval.runner import run_episode

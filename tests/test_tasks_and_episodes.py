@@ -4,8 +4,10 @@ from pathlib import Path
 import pytest
 
 from fastslow.cli import main
-from fastslow.env.episodes import MAX_SEEDS, select_episodes
-from fastslow.env.tasks import all_tasks, get_task, length_group
+from fastslow.env.episodes import MAX_SEEDS
+from fastslow.env.scienceworld.episodes import select_episodes
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
+from fastslow.env.tasks import length_group
 from fastslow.errors import UsageError
 
 # SwiftSage's grouping by mean oracle length (PAPER_FACTS); tasks 3 and 26 sit near a boundary.

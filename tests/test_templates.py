@@ -23,8 +23,8 @@ import fastslow.swift.t5_format as t5_mod
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import StagnationReport
 from fastslow.memory.injection import format_memory_block
 from fastslow.memory.records import MemoryRecord, Tag

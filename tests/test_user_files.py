@@ -20,7 +20,7 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.eval.rundir import claim_run, run_files, run_lock
 from fastslow.events import EpisodeEnd, read_events
 from fastslow.manifest import BOOKKEEPING, record_removed, record_written

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.eval.evaluate import evaluate
 from fastslow.eval.report import write_report
 from fastslow.eval.viewer import outcome as episode_outcome

@@ -18,7 +18,7 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.eval.evaluate import evaluate
 from fastslow.view.server import ViewerServer, serve
 

@@ -16,8 +16,9 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
-from fastslow.env.episodes import Episode, select_episodes
-from fastslow.env.tasks import all_tasks, get_task
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld.episodes import select_episodes
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
 from fastslow.env.textworldexpress.benchmark import load_benchmark
 from fastslow.env.world import get_world
 from fastslow.errors import UsageError

@@ -14,7 +14,7 @@ from fastslow.agents import Decision, EpisodeContext
 from fastslow.config import EnvConfig, RunConfig
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.env.wrappers import TimeLimit
 from fastslow.eval.runner import run_episode
 from fastslow.events import EndState, ListSink

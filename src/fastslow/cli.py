@@ -733,10 +733,10 @@ def data_tasks(
     ] = None,
 ) -> None:
     """Regenerate the task table (variation splits, oracle lengths, groups) from ScienceWorld."""
-    from fastslow.env import tasks as tasks_mod
+    from fastslow.env.scienceworld import tasks as tasks_mod
 
     target = out or Path(tasks_mod.__file__).parent / "data" / tasks_mod.TASKS_FILE
-    from fastslow.env.tasktable import build_task_table
+    from fastslow.env.scienceworld.tasktable import build_task_table
 
     table = build_task_table(lambda i, name: console.print(f"task {i:2d} {name}"))
     target.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")

@@ -12,7 +12,7 @@ from fastslow.build import build_swiftsage
 from fastslow.config import AgentConfig, EnvConfig, RunConfig
 from fastslow.controller.config import ControllerConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink
 from fastslow.models.base import Message

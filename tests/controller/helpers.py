@@ -10,7 +10,7 @@ from fastslow.controller.controller import SwiftSageAgent
 from fastslow.controller.parsing import parse_actions
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.func_actions import to_func
+from fastslow.env.scienceworld.func_actions import to_func
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import Event
 from fastslow.models.base import Message

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastslow.controller.buffer import ActionBuffer, Buffered
-from fastslow.env.grounding import Grounder
+from fastslow.env.scienceworld.grounding import Grounder
 
 VALID = Grounder(("look around", "teleport to kitchen", "open freezer"))
 

@@ -26,10 +26,10 @@ from fastslow.controller.parsing import (
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.func_actions import from_func, func_forms, to_func
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.func_actions import from_func, func_forms, to_func
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.events import ListSink, ModelCall
 from fastslow.models import Grammar, ModelConfig, make_model, to_gbnf

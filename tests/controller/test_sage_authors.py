@@ -38,11 +38,11 @@ from fastslow.controller.parsing import PlanFormatError, parse_authors
 from fastslow.controller.sage import PlanRequest, Sage, estimate_tokens
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import Episode
-from fastslow.env.func_actions import from_func, to_func
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import all_tasks, get_task
-from fastslow.env.valid import authors_failed
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.func_actions import from_func, to_func
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
+from fastslow.env.scienceworld.valid import authors_failed
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fastslow.env.grounding import Grounder
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import clean as normalize
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.grounding import Grounder
+from fastslow.env.scienceworld.semantics import clean as normalize
 
 VALID = (
     "look around",

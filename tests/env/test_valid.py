@@ -1,4 +1,5 @@
-"""The authors' valid-action filter and rewrites (``fastslow.env.valid``) on real ScienceWorld states.
+"""The authors' valid-action filter and rewrites (``fastslow.env.scienceworld.valid``) on real
+ScienceWorld states.
 
 Every state here comes from the simulator (the session's shared adapter, "easy" simplification): a few
 test-split episodes are reset and stepped once per module, and the tests read the captured
@@ -18,9 +19,9 @@ from fastslow.agents import Decision, EpisodeContext
 from fastslow.config import EnvConfig, RunConfig
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import NO_MATCH, ROOMS, Feedback, classify_feedback, verb_of
-from fastslow.env.valid import (
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import NO_MATCH, ROOMS, Feedback, classify_feedback, verb_of
+from fastslow.env.scienceworld.valid import (
     AUTHORS_ROOMS,
     FOCUS_COUNT,
     authors_failed,
@@ -33,7 +34,8 @@ from fastslow.env.valid import (
     is_action_text,
     rewrite,
 )
-from fastslow.env.wrappers import TimeLimit, ValidFilter
+from fastslow.env.scienceworld.wrappers import ValidFilter
+from fastslow.env.wrappers import TimeLimit
 from fastslow.errors import EnvError
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink

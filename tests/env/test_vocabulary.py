@@ -1,5 +1,6 @@
-"""ScienceWorld's action vocabulary behind named helpers (``fastslow.env.semantics``), and the fixed
-vocabularies the rest of the package takes from ``fastslow.env.semantics`` and ``fastslow.vocab``.
+"""ScienceWorld's action vocabulary behind named helpers (``fastslow.env.scienceworld.semantics``), and
+the fixed vocabularies the rest of the package takes from ``fastslow.env.scienceworld.semantics`` and
+``fastslow.vocab``.
 
 The helpers replaced literal prefixes and slices (``a[9:]`` after "focus on ", ``a[8:]`` after "pick up
 ") without changing behaviour: these tests pin the exact contracts, edge cases included (a bare "focus
@@ -14,7 +15,7 @@ import pytest
 
 import fastslow
 from fastslow import vocab
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     AMBIGUOUS,
     CRITIC_FAILURE_SIGNAL,
     CRITIC_REFUSALS,

@@ -13,7 +13,7 @@ from fastslow.controller.config import EscalationConfig
 from fastslow.controller.escalation import SwiftSageArbiter
 from fastslow.core.semantics import Feedback, WorldSemantics
 from fastslow.core.trajectory import Trajectory
-from fastslow.env import scienceworld_world as scienceworld
+from fastslow.env.scienceworld import world as scienceworld
 from fastslow.env.textworldexpress import semantics as twx_semantics
 from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
 from fastslow.env.world import WORLD_MODULES, get_world

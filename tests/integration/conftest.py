@@ -13,7 +13,7 @@ from fastslow.build import build_swiftsage
 from fastslow.config import load_config
 from fastslow.core.proposal import Proposer
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink
 from fastslow.memory.records import MemoryRecord

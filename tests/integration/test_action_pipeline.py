@@ -13,9 +13,9 @@ from fastslow.controller.resolver import options_by_number
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, GateOutcome, ListSink
 from fastslow.reflection.config import GateConfig

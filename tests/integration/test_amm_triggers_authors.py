@@ -17,10 +17,10 @@ from fastslow.config import load_config
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import NO_MATCH
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import NO_MATCH
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.eval.metrics import memory_episode, paper_episode
 from fastslow.eval.runner import run_episode
 from fastslow.events import CriticCall, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval

@@ -14,8 +14,8 @@ from fastslow.build import build_swiftsage
 from fastslow.config import load_config
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.valid import filter_valid
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.valid import filter_valid
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink
 from fastslow.models.scripted import ScriptedModel

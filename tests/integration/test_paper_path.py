@@ -13,7 +13,7 @@ import pytest
 
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.evaluate import evaluate
 from fastslow.events import (
     CriticCall,

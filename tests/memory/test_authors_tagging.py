@@ -14,7 +14,7 @@ from amm_helpers import play, start
 
 from fastslow.config import load_config
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.env.wrappers import TimeLimit
 from fastslow.events import EndState, ListSink, MemoryWrite
 from fastslow.memory.config import AmmConfig, SalienceConfig

@@ -17,7 +17,7 @@ from store_helpers import plant_postgres_row, plant_sqlite_row
 
 from fastslow.cli import main
 from fastslow.core.proposal import Proposal, RankedAction
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.eval.metrics import memory_usage
 from fastslow.events import EndState, EpisodeEnd, ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import AmmConfig

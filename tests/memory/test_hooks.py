@@ -11,7 +11,7 @@ from amm_helpers import play, start
 
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.events import ListSink, MemoryFallback, MemoryInjection, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, InjectionConfig
 from fastslow.memory.episode import Amm

@@ -18,7 +18,7 @@ import pytest
 from amm_helpers import play, start
 
 from fastslow.config import load_config
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.eval.rundir import claim_run, memory_ranking, run_lock
 from fastslow.events import ListSink, MemoryRetrieval
 from fastslow.memory.config import AmmConfig, RetrievalConfig

@@ -19,7 +19,7 @@ from amm_helpers import play, start
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.events import ListSink
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.episode import Amm

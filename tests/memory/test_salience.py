@@ -6,8 +6,8 @@ from pathlib import Path
 
 from amm_helpers import play, start
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.events import ListSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import AmmConfig, SalienceConfig
 from fastslow.memory.episode import Amm, EpisodeMemory

@@ -16,7 +16,7 @@ from amm_helpers import play, start
 from store_helpers import corrupt_second_half
 
 from fastslow.bench.memory import synthetic_records
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.events import ListSink, MemoryFallback, MemoryWrite
 from fastslow.memory.config import AmmConfig
 from fastslow.memory.episode import Amm

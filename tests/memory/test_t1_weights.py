@@ -13,9 +13,9 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.config import load_config
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import ListSink
 from fastslow.memory.episode import EpisodeMemory
 from fastslow.memory.stores import open_store

@@ -7,7 +7,7 @@ import pytest
 
 from fastslow.bench.sage import ROUND_AT, TASK, bench_sage_round, fixture_rounds
 from fastslow.config import load_config
-from fastslow.env.episodes import select_episodes
+from fastslow.env.scienceworld.episodes import select_episodes
 from fastslow.events import ListSink, ModelCall
 from fastslow.models import ModelConfig
 

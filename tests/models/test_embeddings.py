@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.errors import ModelUnavailableError
 from fastslow.models import embeddings
 from fastslow.models.embeddings import (

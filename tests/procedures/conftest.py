@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 
 if TYPE_CHECKING:
     from fastslow.eval.runner import EpisodeOutcome

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
 from fastslow.procedures.knowledge import build_circuits, sources_of

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import focus_target
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import focus_target
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.procedures.focus import TaskFocusRules, focus_budgets, focus_budgets_path, focus_target_allowed
 from fastslow.procedures.knowledge import focus_count
 from fastslow.reflection.focus import focus_limit_for

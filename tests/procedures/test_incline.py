@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
 from fastslow.procedures.incline import _faster, _trials

@@ -16,10 +16,10 @@ import pytest
 
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import focus_head, resolve_focus_target
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import focus_head, resolve_focus_target
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, spread_variations
 from fastslow.procedures.logic import TaskLogic

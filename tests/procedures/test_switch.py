@@ -10,9 +10,9 @@ import pytest
 from fastslow.build import Modules, build_swiftsage, make_agent
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, GateDecision, ListSink

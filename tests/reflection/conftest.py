@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from reflection.helpers import PLAN, State, play
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from fastslow.config import CriticConfig
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.valid import FOCUS_COUNT
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.valid import FOCUS_COUNT
 from fastslow.events import ListSink, StagnationReport
 from fastslow.models import estimate_tokens
 from fastslow.models.local_backend import default_gguf

@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from fastslow.config import CriticConfig
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.events import CriticCall, CriticEffect, GateOutcome, ListSink, ModelCall, StagnationReport
 from fastslow.models import Message
 from fastslow.models.scripted import ScriptedModel

@@ -12,7 +12,7 @@ import pytest
 
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.events import CriticCall, ListSink, ModelCall, StagnationReport
 from fastslow.models import ModelConfig, make_model
 from fastslow.models.scripted import ScriptedModel

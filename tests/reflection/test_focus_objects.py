@@ -19,9 +19,9 @@ from fastslow.core.hooks import LoopHook, ProposalTurn, StepDone
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import focus_head, focus_object
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import focus_head, focus_object
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.hook import ProcedureHook

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from fastslow.env.paraphrase import apply_aliases, strip_qualifiers
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import focus_contents_mismatch, normalize, teleport_targets
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.paraphrase import apply_aliases, strip_qualifiers
+from fastslow.env.scienceworld.semantics import focus_contents_mismatch, normalize, teleport_targets
 from fastslow.events import GateDecision, GateOutcome, ListSink
 from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.logic import Judged, TaskLogic, general_focus_check

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fastslow.config import RunConfig, load_config
-from fastslow.env.scienceworld import ScienceWorldAdapter
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.errors import UsageError
 from fastslow.eval.metrics import srm_usage
 from fastslow.events import (

@@ -5,8 +5,8 @@ that must not look stuck."""
 from __future__ import annotations
 
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import ListSink, StagnationReport
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.stagnation import StagnationDetector, is_failure

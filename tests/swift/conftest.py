@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.swift.data import episode_file, replay_episode, write_manifest
 
 #: identify-life-stages-2: a 14-step gold path.

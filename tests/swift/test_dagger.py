@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fastslow.cli import main
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import OBSERVE_ONLY
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import OBSERVE_ONLY
 from fastslow.eval.dagger import ExpertRecorder, GoldPath, GoldPointer, read_gold_paths
 from fastslow.swift.data import read_episodes
 from fastslow.swift.imitation import SwiftWeights

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.env.tasks import all_tasks
+from fastslow.env.scienceworld.tasks import all_tasks
 from fastslow.errors import UsageError
 from fastslow.swift.data import (
     build_gold,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import arguments, verb_of
+from fastslow.env.scienceworld.semantics import arguments, verb_of
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.swift.features import (
     DENSE,
     EVIDENCE_SLOTS,

@@ -15,10 +15,10 @@ import pytest
 from fastslow.bench.swift import bench_swift
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import is_focus
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import is_focus
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.swift.data import read_rows
 from fastslow.swift.features import ContextSums, SwiftState, feature_index, linear_scores, words

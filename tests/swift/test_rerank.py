@@ -14,9 +14,9 @@ import pytest
 from fastslow.cli import main
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.eval.evaluate import evaluate
 from fastslow.events import SwiftProposal, read_events

@@ -11,9 +11,10 @@ import pytest
 from fastslow.build import make_agent
 from fastslow.config import load_config
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.env.episodes import Episode, select_episodes
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.episodes import select_episodes
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.runner import run_episode
 from fastslow.events import EndState, EnvStep, EpisodeEnd, EpisodeStart, Event, ListSink
 from fastslow.procedures.hook import ProcedureHook

@@ -13,9 +13,9 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.swift.data import read_rows
 from fastslow.swift.t5 import T5Swift, seq2seq_pairs
 from integration.tiny_t5 import tiny_t5

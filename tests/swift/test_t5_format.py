@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.swift.data import episode_file, example, replay_rows, write_manifest
 from fastslow.swift.t5 import seq2seq_pairs
 from fastslow.swift.t5_format import (

@@ -2,7 +2,7 @@
 
 Both environments replay the same gold paths in lockstep in one process. Every step's observation,
 score, look, inventory and valid-action list must be identical; only the time spent in ``step`` differs.
-Both JVMs run with the same ``hash_codes`` options (``fastslow.env.scienceworld.jvm_options``): the
+Both JVMs run with the same ``hash_codes`` options (``fastslow.env.scienceworld.adapter.jvm_options``): the
 stock wrapper's would otherwise order objects by the JVM's own hash codes.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-from fastslow.env.scienceworld import HashCodes, ScienceWorldAdapter, jvm_options
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import HashCodes, ScienceWorldAdapter, jvm_options
+from fastslow.env.scienceworld.tasks import get_task
 
 if TYPE_CHECKING:
     from scienceworld import ScienceWorldEnv

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from fastslow.config import load_config
-from fastslow.env.semantics import FOCUS, NO_MATCH, PICK_UP, ROOMS
-from fastslow.env.tasks import all_tasks
+from fastslow.env.scienceworld.semantics import FOCUS, NO_MATCH, PICK_UP, ROOMS
+from fastslow.env.scienceworld.tasks import all_tasks
 from fastslow.memory.config import RetrievalConfig
 from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.retrieval import QUERY_INTENTS, hybrid_search

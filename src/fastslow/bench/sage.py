@@ -31,11 +31,11 @@ from typing import Any
 from fastslow.config import RunConfig
 from fastslow.controller.sage import PlanRequest, Sage, SagePlan
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.episodes import select_episodes
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
-from fastslow.env.valid import authors_failed
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.episodes import select_episodes
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.valid import authors_failed
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import EventSink, ListSink, ModelCall
 from fastslow.models import ChatModel, Completion, Message, make_model
 from fastslow.models.base import call_model

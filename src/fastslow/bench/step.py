@@ -34,10 +34,11 @@ from fastslow.agents import EarlyStop, EpisodeContext
 from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.wrappers import ValidFilter
 from fastslow.env.world import get_world
-from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
+from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.eval.rundir import store_config
 from fastslow.events import JsonlWriter
 

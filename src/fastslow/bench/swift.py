@@ -18,9 +18,9 @@ import numpy as np
 
 from fastslow.core.proposal import Proposer
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.swift.policy import SafetyPolicy
 
 

@@ -41,8 +41,8 @@ from fastslow.core.hooks import NO_ACTIONS, BufferActions, Candidate, LoopHook, 
 from fastslow.core.proposal import Proposal
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Turn
-from fastslow.env import valid
-from fastslow.env.semantics import FOCUS
+from fastslow.env.scienceworld import valid
+from fastslow.env.scienceworld.semantics import FOCUS
 
 STUCK_K = 3
 """The LoopGuard's streak length (the authors' ``STUCK_K``)."""

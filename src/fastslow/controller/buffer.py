@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fastslow.env.grounding import Grounder
-from fastslow.env.semantics import TELEPORT
+from fastslow.env.scienceworld.grounding import Grounder
+from fastslow.env.scienceworld.semantics import TELEPORT
 from fastslow.vocab import StepSource
 
 MAX_DEFERRALS = 3

@@ -58,7 +58,7 @@ from fastslow.core.hooks import (
 from fastslow.core.proposal import Proposal, Proposer
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env import valid
+from fastslow.env.scienceworld import valid
 from fastslow.events import (
     BufferClear,
     BufferPop,

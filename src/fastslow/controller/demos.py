@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from fastslow.core.trajectory import place_of
-from fastslow.env.func_actions import to_func
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import NO_MATCH, SUCCESS_SCORE
-from fastslow.env.tasks import all_tasks, get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.func_actions import to_func
+from fastslow.env.scienceworld.semantics import NO_MATCH, SUCCESS_SCORE
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
 from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import UsageError
 from fastslow.swift.data import rewrite_for_easy

@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fastslow.env.func_actions import from_func, func_call_pattern
-from fastslow.env.semantics import ACTION_WORD
+from fastslow.env.scienceworld.func_actions import from_func, func_call_pattern
+from fastslow.env.scienceworld.semantics import ACTION_WORD
 from fastslow.models import CHARS_PER_TOKEN
 from fastslow.models.shape import ListShape
 

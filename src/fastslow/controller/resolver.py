@@ -30,9 +30,9 @@ from typing import Literal, Protocol
 from fastslow.core.hooks import Candidate, StepView
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.grounding import Grounder
-from fastslow.env.semantics import ambiguous_options, strip_locations
-from fastslow.env.valid import rewrite
+from fastslow.env.scienceworld.grounding import Grounder
+from fastslow.env.scienceworld.semantics import ambiguous_options, strip_locations
+from fastslow.env.scienceworld.valid import rewrite
 from fastslow.vocab import StepSource
 
 FALLBACK_ACTION = "look around"

@@ -45,8 +45,8 @@ from fastslow.controller.parsing import (
     plan_shape,
 )
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.func_actions import from_func, func_forms
-from fastslow.env.grounding import Grounder
+from fastslow.env.scienceworld.func_actions import from_func, func_forms
+from fastslow.env.scienceworld.grounding import Grounder
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
 from fastslow.models import (

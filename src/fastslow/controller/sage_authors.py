@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env import valid
-from fastslow.env.func_actions import to_func
-from fastslow.env.semantics import FOCUS
+from fastslow.env.scienceworld import valid
+from fastslow.env.scienceworld.func_actions import to_func
+from fastslow.env.scienceworld.semantics import FOCUS
 
 _MOVED = ("You move to the", "You go to the", "You teleport to the")
 _ALSO_SEE = "You also see:"

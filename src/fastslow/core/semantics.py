@@ -4,7 +4,7 @@ SwiftSage's arbitration and grounding (paper §3), AMM's salience gate and recor
 stagnation detector and Critic (§3.2) read the world's actions and observations. They read them through
 a ``WorldSemantics``: the episode's ``Trajectory.semantics``, or the one a component was built with
 (``World.semantics``, composed in ``fastslow.build``). Each world implements it in its own package
-(ScienceWorld: ``fastslow.env.semantics.SEMANTICS``; TextWorldExpress:
+(ScienceWorld: ``fastslow.env.scienceworld.semantics.SEMANTICS``; TextWorldExpress:
 ``fastslow.env.textworldexpress.semantics.SEMANTICS``), so a module never names a world's verbs, rooms
 or messages.
 

@@ -1,25 +1,8 @@
-"""ScienceWorld (paper §4): the adapter, the task table, episode sets and its semantics.
+"""The worlds fastslow plays, behind one seam (paper §4 for ScienceWorld; issue 50 for the second).
 
-The adapter module (py4j, the JVM) is loaded only when it is used: ``from fastslow.env import
-ScienceWorldAdapter`` works, but importing ``fastslow.env.semantics`` or ``fastslow.env.tasks`` does not
-pull it in."""
-
-from __future__ import annotations
-
-from typing import Any
-
-from fastslow.env.tasks import TaskInfo, all_tasks, get_task
-
-__all__ = ["ScienceWorldAdapter", "StepResult", "TaskInfo", "all_tasks", "get_task"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ScienceWorldAdapter":
-        from fastslow.env.scienceworld import ScienceWorldAdapter
-
-        return ScienceWorldAdapter
-    if name == "StepResult":
-        from fastslow.core.step import StepResult
-
-        return StepResult
-    raise AttributeError(name)
+World-neutral here: the ``Env`` Protocol and wrappers (``wrappers``), the run's env settings
+(``config``), episodes and selections (``episodes``), task records (``tasks``) and the ``World``
+registry (``world.get_world``). Each world lives in its own package, ``fastslow.env.scienceworld`` and
+``fastslow.env.textworldexpress``, which nothing outside it imports (an import-linter contract): the
+rest of fastslow reaches a world through ``get_world(name)`` and its ``WorldSemantics``.
+"""

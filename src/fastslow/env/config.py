@@ -8,9 +8,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS
 from fastslow.strict import StrictModel
 
+SWIFTSAGE_FAILURE_MARKERS: tuple[str, ...] = ("can't", "not", "doesn't")
+"""SwiftSage's failure-message words, ``env.failure_markers``' default (ScienceWorld's semantics reads
+refusals with them; a world that reads refusals by its own rules ignores them)."""
 SCIENCEWORLD_SIMPLIFICATIONS: tuple[str, ...] = (
     "teleportAction",
     "selfWateringFlowerPots",
@@ -74,18 +76,18 @@ class EnvConfig(StrictModel):
     JVM's history and even on timing, so two fresh JVMs can disagree on the same actions (runs made
     before this setting existed played this; ``fastslow fork`` reads their headers so). ScienceWorld
     only."""
-    failure_markers: list[str] = list(DEFAULT_FAILURE_MARKERS)
+    failure_markers: list[str] = list(SWIFTSAGE_FAILURE_MARKERS)
     """Words that make an observation a refusal (``Feedback.failure``; whole words, case-insensitive):
     one set for SwiftSage's failure messages, SRM's invalid loop and everything else that classifies
-    ScienceWorld's feedback (``fastslow.env.semantics``). "No known action matches that input." is
-    invalid input whatever the markers."""
+    ScienceWorld's feedback (``fastslow.env.scienceworld.semantics``). "No known action matches that
+    input." is invalid input whatever the markers."""
     valid_filter: Literal["none", "authors"] = "none"
     """Which valid actions the agent is shown. "none": ScienceWorld's own list. "authors": the paper
-    authors' filtered list (``fastslow.env.valid.filter_valid``: "open door to <room>" and "wait"/"wait1"
-    added; focus on the agent, the air or a room, focus/examine actions sharing no word with the task
-    description, and door actions other than opening removed), applied to every ``StepResult`` by the
-    ``ValidFilter`` env wrapper. The paper configurations use "authors"; the fast pathway (Swift) is
-    measured with both. ScienceWorld only."""
+    authors' filtered list (``fastslow.env.scienceworld.valid.filter_valid``: "open door to <room>" and
+    "wait"/"wait1" added; focus on the agent, the air or a room, focus/examine actions sharing no word
+    with the task description, and door actions other than opening removed), applied to every
+    ``StepResult`` by the ``ValidFilter`` env wrapper. The paper configurations use "authors"; the fast
+    pathway (Swift) is measured with both. ScienceWorld only."""
 
     @field_validator("failure_markers")
     @classmethod

@@ -14,7 +14,7 @@ Everything the evaluation does that depends on the world goes through a ``World`
 - ``replay_caveat``: why an episode played with given settings may not replay exactly (forks,
   ``attribute``).
 
-Each world implements it in its own package (``fastslow.env.scienceworld_world`` beside ScienceWorld's
+Each world implements it in its own package (``fastslow.env.scienceworld.world`` beside ScienceWorld's
 modules, ``fastslow.env.textworldexpress.world``); ``get_world`` imports that package only when the
 world is first asked for, so a ScienceWorld run never imports TextWorldExpress (nor the reverse).
 What the *agent* may know of a world (verbs, objects, rooms, feedback classes) is its ``semantics``
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fastslow.env.tasks import TaskInfo
 
 WORLD_MODULES: dict[str, str] = {
-    "scienceworld": "fastslow.env.scienceworld_world",
+    "scienceworld": "fastslow.env.scienceworld.world",
     "textworldexpress": "fastslow.env.textworldexpress.world",
 }
 """Where each world's ``World`` lives: the module's ``WORLD`` (the keys are ``EnvConfig.world``'s
@@ -82,6 +82,12 @@ class World(Protocol):
 
     def make_env(self, env: EnvConfig) -> WorldEnv:
         """A new adapter with ``env``'s settings; its JVM starts at the first reset."""
+        ...
+
+    def wrap(self, env: Env, settings: EnvConfig) -> Env:
+        """``env`` (an adapter of this world) under the world's own wrappers for ``settings`` (ScienceWorld:
+        the paper authors' valid-action filter with ``env.valid_filter: authors``); the runner stacks its
+        ``TimeLimit`` on top."""
         ...
 
     def tasks(self) -> Sequence[TaskInfo]:

@@ -1,4 +1,4 @@
-"""Env wrappers around the ScienceWorld adapter; the episode step limit is one (paper §4: SwiftSage's
+"""Env wrappers around a world's adapter; the episode step limit is one (paper §4: SwiftSage's
 evaluation caps an episode at a fixed number of env steps, 300 in the paper).
 
 Gymnasium's ``TimeLimit`` is the model: the limit is not part of the environment's dynamics, so the
@@ -7,10 +7,9 @@ step of an episode that is still running into ``EndState.STEP_LIMIT``; a step th
 its own (success, -100 failure) keeps its end state, so success at step n is a success. Nothing else
 of the ``StepResult`` changes.
 
-``ValidFilter(env)`` replaces ``StepResult.valid_actions`` by the paper authors' filtered list
-(``fastslow.env.valid.filter_valid``) after every reset and step (``env.valid_filter: authors``): the
-filter is their evaluation code's view of a state, not ScienceWorld's, so it is a wrapper too. The
-runner stacks them as ``TimeLimit(ValidFilter(adapter))``; ``unwrapped`` sees through both.
+A world may add its own wrappers (ScienceWorld: the paper authors' valid-action filter,
+``fastslow.env.scienceworld.wrappers.ValidFilter``), which its ``World.make_env`` stacks under the
+runner's ``TimeLimit``; ``unwrapped`` sees through them all.
 """
 
 from __future__ import annotations
@@ -19,9 +18,6 @@ from dataclasses import replace
 from typing import Protocol, Self
 
 from fastslow.core.step import StepResult
-from fastslow.env.tasks import get_task
-from fastslow.env.valid import filter_valid
-from fastslow.errors import EnvError
 from fastslow.events import EndState
 
 
@@ -98,34 +94,3 @@ class TimeLimit(Wrapper):
         if result.end is EndState.RUNNING and self._elapsed >= self.max_steps:
             return replace(result, end=EndState.STEP_LIMIT)
         return result
-
-
-class ValidFilter(Wrapper):
-    """Show the agent the paper authors' valid actions (``fastslow.env.valid.filter_valid``).
-
-    The filter needs the task id (some tasks are exempt from its focus and examine rules) and the task
-    description (both constant for an episode): the id comes from ``reset``'s task, an id or a name
-    (``fastslow.env.tasks.get_task``), the description from the ``StepResult``. Only
-    ``valid_actions`` changes; the environment still accepts any action.
-    """
-
-    def __init__(self, env: Env) -> None:
-        super().__init__(env)
-        self._task_id: int | None = None
-
-    def reset(self, task: int | str, variation: int, *, gold: bool = False) -> StepResult:
-        task_id = get_task(task).task_id
-        self._task_id = None  # a failed reset leaves no episode to filter for
-        result = self.env.reset(task, variation, gold=gold)
-        self._task_id = task_id
-        return self._filtered(result)
-
-    def step(self, action: str) -> StepResult:
-        result = self.env.step(action)
-        return self._filtered(result)
-
-    def _filtered(self, result: StepResult) -> StepResult:
-        if self._task_id is None:
-            raise EnvError("no episode loaded: call reset() first")
-        valid = filter_valid(result.valid_actions, self._task_id, result.task_description)
-        return replace(result, valid_actions=valid)

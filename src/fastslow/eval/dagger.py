@@ -38,10 +38,10 @@ from fastslow.config import RunConfig
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import OBSERVE_ONLY, SUCCESS_SCORE
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import OBSERVE_ONLY, SUCCESS_SCORE
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.env.wrappers import Env, Wrapper
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode

@@ -24,7 +24,7 @@ from fastslow.config import RunConfig
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
 from fastslow.env.world import get_world
-from fastslow.env.wrappers import Env, TimeLimit, ValidFilter
+from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError
 from fastslow.eval.replay import Replay, ReplayDivergence
 from fastslow.events import (
@@ -144,10 +144,8 @@ def run_episode(
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
-    if config.env.valid_filter == "authors":
-        env = ValidFilter(env)
     world = get_world(config.env.world)
-    env = TimeLimit(env, world.step_limit(episode.task_id, config.env.step_limit))
+    env = TimeLimit(world.wrap(env, config.env), world.step_limit(episode.task_id, config.env.step_limit))
     end, error = EndState.ERROR, None
     result: StepResult | None = None
     try:

@@ -33,8 +33,14 @@ from typing import TYPE_CHECKING
 from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import CRITIC_FAILURE_SIGNAL, CRITIC_REFUSALS, FOCUS, NO_MATCH, is_focus
-from fastslow.env.valid import FOCUS_COUNT, authors_failed
+from fastslow.env.scienceworld.semantics import (
+    CRITIC_FAILURE_SIGNAL,
+    CRITIC_REFUSALS,
+    FOCUS,
+    NO_MATCH,
+    is_focus,
+)
+from fastslow.env.scienceworld.valid import FOCUS_COUNT, authors_failed
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
 from fastslow.memory.config import AmmConfig, SalienceConfig, T3Rule
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from fastslow.env.semantics import RECORD_STOPWORDS
+from fastslow.env.scienceworld.semantics import RECORD_STOPWORDS
 
 Tag = Literal["success", "near-miss", "avoidance"]
 TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.tasks import get_task
+from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.events import ListSink

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import focus_on, object_names, room_called, teleport_to
+from fastslow.env.scienceworld.semantics import focus_on, object_names, room_called, teleport_to
 from fastslow.procedures.tasks import PowerTask, known_sources
 
 PARTS_ROOM = "workshop"

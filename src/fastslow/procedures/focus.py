@@ -23,7 +23,13 @@ from importlib import resources
 from pathlib import Path
 
 from fastslow.core.focus import FocusView
-from fastslow.env.semantics import content_words, focus_confirmed, focus_head, focus_words, is_focus
+from fastslow.env.scienceworld.semantics import (
+    content_words,
+    focus_confirmed,
+    focus_head,
+    focus_words,
+    is_focus,
+)
 from fastslow.procedures.tasks import (
     LIFE_STAGE_TASKS,
     MEASUREMENT_TASKS,

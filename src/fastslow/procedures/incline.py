@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import focus_on, room_called, teleport_to, verb_rest
+from fastslow.env.scienceworld.semantics import focus_on, room_called, teleport_to, verb_rest
 from fastslow.procedures.tasks import InclineTask
 
 LAB = "workshop"

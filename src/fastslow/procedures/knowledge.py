@@ -22,9 +22,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from fastslow.core.step import StepResult
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.semantics import FOCUS, clean, focus_head, focus_target, is_focus, verb_rest, verb_target
-from fastslow.env.tasks import all_tasks, get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import (
+    FOCUS,
+    clean,
+    focus_head,
+    focus_target,
+    is_focus,
+    verb_rest,
+    verb_target,
+)
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
 from fastslow.env.wrappers import TimeLimit
 from fastslow.procedures.tasks import READING, STATE_PREFIXES, WATER_STATES, named_states, plain_state
 
@@ -247,7 +255,7 @@ def build_circuits(
 ) -> dict[str, Any]:
     """The circuit knowledge file's content: every power source the gold paths of all train variations
     of the power tasks wire, renewable or not (as the renewable task says), and the room they wire it in."""
-    from fastslow.env.semantics import room_called
+    from fastslow.env.scienceworld.semantics import room_called
 
     chosen = all_train(tasks)
     sources: dict[str, dict[str, Any]] = {}

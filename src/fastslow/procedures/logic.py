@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     FOCUS,
     PICK_UP,
     focus_confirmed,

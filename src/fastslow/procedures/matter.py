@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     FOCUS,
     PICK_UP,
     focus_head,

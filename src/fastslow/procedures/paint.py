@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     FOCUS,
     focus_head,
     focus_on,

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     FOCUS,
     clean,
     container_items,

@@ -16,7 +16,7 @@ The task-specific rules (the named-target rule with its tasks whose target is di
 order, the thermometer tasks' box) come from that judge too; without one they are not applied.
 
 What a focus action targets and how ScienceWorld confirms it (``focus_target``, ``focus_head``,
-``focus_confirmed``) is ScienceWorld's semantics, defined in ``fastslow.env.semantics``.
+``focus_confirmed``) is ScienceWorld's semantics, defined in ``fastslow.env.scienceworld.semantics``.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory
 
 # Re-exported: the rules Critic (reflection/critic/rules.py) imports content_words from here.
-from fastslow.env.semantics import content_words as content_words
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import content_words as content_words
+from fastslow.env.scienceworld.semantics import (
     focus_confirmed,
     focus_target,
     instructed_focus_count,
     is_focus,
     stated_focus_count,
 )
-from fastslow.env.semantics import focus_head as focus_head
-from fastslow.env.valid import FOCUS_COUNT
+from fastslow.env.scienceworld.semantics import focus_head as focus_head
+from fastslow.env.scienceworld.valid import FOCUS_COUNT
 
 
 def focus_limit_for(task_name: str, task_description: str = "", judge: FocusJudge | None = None) -> int:

@@ -23,7 +23,7 @@ from fastslow.core.focus import FocusJudge, FocusView
 from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     FocusObject,
     focus_contents_mismatch,
     focus_head,

@@ -16,7 +16,7 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
-from fastslow.env.semantics import thermometer_reading
+from fastslow.env.scienceworld.semantics import thermometer_reading
 
 if TYPE_CHECKING:
     from fastslow.swift.features import ActionTable, FloatArray, IntArray, SwiftState

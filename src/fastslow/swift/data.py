@@ -35,10 +35,11 @@ from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.config import DEFAULT_WORLD, EnvConfig
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.scienceworld_world import SEMANTICS
-from fastslow.env.semantics import SUCCESS_SCORE
-from fastslow.env.tasks import Split, all_tasks, get_task
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.semantics import SUCCESS_SCORE
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
+from fastslow.env.scienceworld.world import SEMANTICS
+from fastslow.env.tasks import Split
 from fastslow.env.world import get_world
 from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import EnvError, UsageError

@@ -19,7 +19,7 @@ from fastslow.core.hooks import (
     refuse,
 )
 from fastslow.core.proposal import Proposal
-from fastslow.env.semantics import FOCUS
+from fastslow.env.scienceworld.semantics import FOCUS
 from fastslow.swift.policy import SafetyPolicy
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fastslow.core.step import StepResult
-from fastslow.env.semantics import (
+from fastslow.env.scienceworld.semantics import (
     AMBIGUOUS,
     FOCUS,
     RESET_TASK,

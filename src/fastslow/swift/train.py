@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from fastslow.core.semantics import WorldSemantics
 from fastslow.env.config import DEFAULT_WORLD
-from fastslow.env.semantics import FOCUS, arguments, verb_of, verb_target
+from fastslow.env.scienceworld.semantics import FOCUS, arguments, verb_of, verb_target
 from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.swift.data import MANIFEST, match_valid, read_rows

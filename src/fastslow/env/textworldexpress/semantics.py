@@ -1,10 +1,10 @@
 """TextWorldExpress's semantics: what its actions and observations mean, for any module that asks.
 
-The TWX counterpart of ``fastslow.env.semantics`` (ScienceWorld's), the start of the ``WorldSemantics``
-seam: verbs, the objects of an action, normalising an action, the location and exits of a look, the
-items of an inventory, feedback classes. Stdlib only, pure functions of strings (no JVM). The strings
-were read from real TWX 1.1.0 observations of all eight games (train and dev seeds, gold and random
-play) and from the server's message table; the tests check them on live observations.
+The TWX counterpart of ``fastslow.env.scienceworld.semantics`` (ScienceWorld's), the start of the
+``WorldSemantics`` seam: verbs, the objects of an action, normalising an action, the location and exits of
+a look, the items of an inventory, feedback classes. Stdlib only, pure functions of strings (no JVM). The
+strings were read from real TWX 1.1.0 observations of all eight games (train and dev seeds, gold and
+random play) and from the server's message table; the tests check them on live observations.
 
 **Actions.** TWX accepts exactly the strings of its valid-action list, case included ("examine TV
 stand"; "open the fridge" or "OPEN FRIDGE" are unknown). ``normalize`` is the comparison form (lower

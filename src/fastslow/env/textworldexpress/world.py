@@ -32,6 +32,7 @@ from fastslow.env.episodes import Episode, parse_int_ranges
 from fastslow.env.tasks import SPLITS, TaskInfo
 from fastslow.env.textworldexpress.benchmark import FOLDS, Benchmark, fold_of, load_benchmark
 from fastslow.env.textworldexpress.semantics import SEMANTICS
+from fastslow.env.wrappers import Env
 from fastslow.errors import UsageError
 
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class TextWorldExpress:
         from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
 
         return TextWorldExpressAdapter(self.benchmark, jvm_timeout_s=env.jvm_timeout_s)
+
+    def wrap(self, env: Env, settings: EnvConfig) -> Env:
+        """``env`` unchanged: TextWorldExpress has no wrapper of its own."""
+        return env
 
     def tasks(self) -> tuple[GameInfo, ...]:
         return _shipped_infos()

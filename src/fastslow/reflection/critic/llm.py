@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from fastslow.core.focus import FocusJudge
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.semantics import ACTION_WORDS, NAVIGATION_VERBS, ROOMS, focus_target, verb_of
+from fastslow.env.scienceworld.semantics import ACTION_WORDS, NAVIGATION_VERBS, ROOMS, focus_target, verb_of
 from fastslow.events import EventSink, ListSink, StagnationReport
 from fastslow.models import ChatModel, Constraint, Message, call_model, estimate_tokens
 from fastslow.models.shape import ConstrainMode, ListShape

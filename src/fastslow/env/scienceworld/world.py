@@ -1,7 +1,7 @@
 """ScienceWorld as a ``fastslow.env.world.World``: today's functions, unchanged, behind the seam.
 
 The task table (``fastslow.env.tasks``), the episode sets (``fastslow.env.episodes.select_episodes``) and
-the adapter (``fastslow.env.scienceworld.ScienceWorldAdapter``, imported when an env is made) are
+the adapter (``fastslow.env.scienceworld.adapter.ScienceWorldAdapter``, imported when an env is made) are
 ScienceWorld's own modules; this one only wraps them, so a ScienceWorld run does exactly what it did
 before the seam existed. The configured step limit is every task's (SwiftSage's 300).
 """
@@ -12,14 +12,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from fastslow.core.semantics import Alternative, Feedback, WorldEvidence, WorldSemantics
-from fastslow.env import paraphrase
-from fastslow.env import semantics as sw
-from fastslow.env.episodes import Episode, select_episodes
-from fastslow.env.tasks import TaskInfo, all_tasks, get_task
+from fastslow.env.episodes import Episode
+from fastslow.env.scienceworld import paraphrase
+from fastslow.env.scienceworld import semantics as sw
+from fastslow.env.scienceworld.episodes import select_episodes
+from fastslow.env.scienceworld.tasks import all_tasks, get_task
+from fastslow.env.scienceworld.wrappers import ValidFilter
+from fastslow.env.tasks import TaskInfo
+from fastslow.env.wrappers import Env
 
 if TYPE_CHECKING:
     from fastslow.env.config import EnvConfig
-    from fastslow.env.scienceworld import ScienceWorldAdapter
+    from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
     from fastslow.env.world import World
 
 
@@ -48,7 +52,7 @@ look around and inventory change nothing."""
 
 class ScienceWorldEvidence:
     """ScienceWorld's readers of evidence (``WorldEvidence``): its judgement tasks' "If ..." sentences,
-    thermometer readings, device states and container listings (``fastslow.env.semantics``)."""
+    thermometer readings, device states and container listings (``fastslow.env.scienceworld.semantics``)."""
 
     states_of_matter = sw.STATES_OF_MATTER
 
@@ -74,7 +78,8 @@ EVIDENCE: WorldEvidence = ScienceWorldEvidence()
 
 class ScienceWorldSemantics:
     """ScienceWorld's answers to ``fastslow.core.semantics.WorldSemantics``: the functions of
-    ``fastslow.env.semantics`` and Gate-1's paraphrase tables (``fastslow.env.paraphrase``)."""
+    ``fastslow.env.scienceworld.semantics`` and Gate-1's paraphrase tables
+    (``fastslow.env.scienceworld.paraphrase``)."""
 
     name = "scienceworld"
     success_score = sw.SUCCESS_SCORE
@@ -150,11 +155,15 @@ class ScienceWorld:
     semantics: WorldSemantics = SEMANTICS
 
     def make_env(self, env: EnvConfig) -> ScienceWorldAdapter:
-        from fastslow.env.scienceworld import ScienceWorldAdapter
+        from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 
         return ScienceWorldAdapter(
             env.simplification, jvm_timeout_s=env.jvm_timeout_s, hash_codes=env.hash_codes
         )
+
+    def wrap(self, env: Env, settings: EnvConfig) -> Env:
+        """The authors' valid-action filter (``wrappers.ValidFilter``) with ``env.valid_filter: authors``."""
+        return ValidFilter(env) if settings.valid_filter == "authors" else env
 
     def tasks(self) -> tuple[TaskInfo, ...]:
         return all_tasks()

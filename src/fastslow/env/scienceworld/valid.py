@@ -21,7 +21,7 @@ objects the task description asks to focus on), ``clean_unknown_substance``, ``i
 action grammar, which decides whether a guessed observation can stand in for an action),
 ``current_room`` and ``deterministic_fallback`` (the action taken when nothing else is left).
 
-Stdlib only and pure functions of strings, like ``fastslow.env.semantics``, whose constants this
+Stdlib only and pure functions of strings, like ``fastslow.env.scienceworld.semantics``, whose constants this
 module uses where they are the same thing (ScienceWorld's no-match message, SwiftSage's failure words).
 """
 
@@ -32,7 +32,7 @@ import string
 from collections.abc import Collection, Sequence
 from functools import lru_cache
 
-from fastslow.env.semantics import DEFAULT_FAILURE_MARKERS, FOCUS, NO_MATCH, TELEPORT
+from fastslow.env.scienceworld.semantics import DEFAULT_FAILURE_MARKERS, FOCUS, NO_MATCH, TELEPORT
 
 # -- constants -------------------------------------------------------------------------------------------
 AUTHORS_ROOMS: tuple[str, ...] = (

@@ -1,8 +1,8 @@
 """Grounding free-text actions to ScienceWorld's valid-action set (paper §3, SwiftSage's action grounding).
 
 Sage writes actions in its own words; only exact valid-action strings reach the environment. An action
-is first cleaned (case, quotes, trailing punctuation: ``fastslow.env.semantics.clean``, which keeps every
-word) and rewritten with a few ScienceWorld synonyms, then matched exactly, then
+is first cleaned (case, quotes, trailing punctuation: ``fastslow.env.scienceworld.semantics.clean``,
+which keeps every word) and rewritten with a few ScienceWorld synonyms, then matched exactly, then
 by rapidfuzz similarity with a score cutoff, so a near miss ("pick up the thermometer") maps to the
 valid string and nonsense is dropped instead of wasting an env step.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process, utils
 
-from fastslow.env.semantics import clean
+from fastslow.env.scienceworld.semantics import clean
 
 # Rewrites that make common paraphrases match ScienceWorld's wording (why: the valid set says
 # "look at", "teleport to", "into"; models often write "examine", "go to", "in").

@@ -52,8 +52,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastslow.core.step import StepResult as StepResult  # the core type, re-exported
-from fastslow.env.semantics import SUCCESS_SCORE as SUCCESS_SCORE  # one definition, re-exported
-from fastslow.env.tasks import TaskInfo, get_task
+from fastslow.env.scienceworld.semantics import SUCCESS_SCORE as SUCCESS_SCORE  # one definition, re-exported
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.tasks import TaskInfo
 from fastslow.errors import EnvError
 from fastslow.events import EndState
 

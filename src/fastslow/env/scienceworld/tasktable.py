@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastslow.env.scienceworld import ScienceWorldAdapter
-from fastslow.env.tasks import TEST_EPISODES_PER_TASK
+from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.tasks import TEST_EPISODES_PER_TASK
 
 
 def build_task_table(progress: Any = None) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """ScienceWorld's paraphrase repairs for SRM's Gate-1 (paper §3.2): what a model writes -> what it lists.
 
 Models write "Pick up the thermometer." where ScienceWorld lists "pick up thermometer". Gate-1 compares
-both sides in one canonical form (``normalize`` in ``fastslow.env.semantics``) and asks the world's
-semantics for its repairs: these tables map paraphrased verbs, commands, prepositions and object
+both sides in one canonical form (``normalize`` in ``fastslow.env.scienceworld.semantics``) and asks
+the world's semantics for its repairs: these tables map paraphrased verbs, commands, prepositions and object
 spellings to the ones ScienceWorld's parser knows (``rewrite``), drop container/location qualifiers
 (``strip_qualifiers``), and offer the teleport for a "go to" (``reroute``). Everything here is a pure
 function of strings so the gate's repairs are deterministic and testable without an environment.
@@ -10,7 +10,7 @@ function of strings so the gate's repairs are deterministic and testable without
 
 from __future__ import annotations
 
-from fastslow.env.semantics import FOCUS, TELEPORT, is_focus, verb_of_normalized
+from fastslow.env.scienceworld.semantics import FOCUS, TELEPORT, is_focus, verb_of_normalized
 
 # Verb paraphrases -> ScienceWorld's verb. Applied to the start of an action only: an object name
 # must never be rewritten by a verb rule.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from fastslow.env.semantics import ACTION_WORDS, FOCUS
+from fastslow.env.scienceworld.semantics import ACTION_WORDS, FOCUS
 
 TEXT_TO_FUNC: tuple[tuple[str, str, int], ...] = (
     ("0", "CHOOSE(0)", 0),
