@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from scienceworld import ScienceWorldEnv
 
-from fastslow.bench.env import stock_wrapper
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter, StepResult, jvm_options
+from fastslow.env.scienceworld.bench import stock_wrapper
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.wrappers import TimeLimit
 from fastslow.errors import EnvError, UsageError
@@ -170,7 +170,7 @@ def test_hung_jvm_times_out() -> None:
 
 
 def test_bench_env_compares_identical_runs() -> None:
-    from fastslow.bench.env import bench_env
+    from fastslow.env.scienceworld.bench import bench_env
 
     result = bench_env((17,), "easy")  # lifespan-longest-lived: a 6-step gold path
     head = result.headline()

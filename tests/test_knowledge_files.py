@@ -1,4 +1,5 @@
-"""Every knowledge file the package ships (``env/data`` and the task logic's ``procedures/data``: built
+"""Every knowledge file ScienceWorld's package ships (``env/scienceworld/data`` and its task logic's
+``procedures/data``: built
 from ScienceWorld's gold paths) names, in
 its provenance header, the variations it was built from, and they are all train variations: dev and
 test are what the evaluation plays. (The packaged imitation model's episodes are checked in
@@ -15,12 +16,12 @@ import pytest
 
 from fastslow.env.scienceworld.tasks import get_task
 
-DATA = Path(str(resources.files("fastslow.env") / "data"))
-PROCEDURES_DATA = Path(str(resources.files("fastslow.procedures") / "data"))
-"""The hand-written task logic's knowledge files (``fastslow.procedures``)."""
+DATA = Path(str(resources.files("fastslow.env.scienceworld") / "data"))
+PROCEDURES_DATA = Path(str(resources.files("fastslow.env.scienceworld.procedures") / "data"))
+"""The hand-written task logic's knowledge files (``fastslow.env.scienceworld.procedures``)."""
 KNOWLEDGE_FILES = ("circuits.json", "focus_budgets.json", "paints.json", "sage_demos.json", "substances.json")
 ENV_FILES = ("sage_demos.json",)
-"""The knowledge files in ``env/data``; the others are in ``procedures/data``."""
+"""The knowledge files in ``env/scienceworld/data``; the others are in ``procedures/data``."""
 
 
 def _path(name: str) -> Path:
@@ -86,7 +87,7 @@ def test_a_provenance_without_its_variations_or_with_a_test_one_fails() -> None:
 
 
 def test_the_builders_read_no_dev_or_test_gold_path() -> None:
-    from fastslow.procedures.knowledge import _train_gold_paths
+    from fastslow.env.scienceworld.procedures.knowledge import _train_gold_paths
 
     for split in ("dev", "test"):
         variation = get_task(4).variations[split][0]

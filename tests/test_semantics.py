@@ -25,7 +25,6 @@ from fastslow.env.scienceworld.semantics import (
     DEFAULT_FAILURE_MARKERS,
     DESCRIPTION_STOPWORDS,
     FAILURE_SCORE,
-    RECORD_STOPWORDS,
     ROOMS,
     STOPWORDS,
     SUCCESS_SCORE,
@@ -48,6 +47,7 @@ from fastslow.env.scienceworld.semantics import (
 from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.events import EndState
+from fastslow.memory.records import RECORD_STOPWORDS
 from fastslow.memory.salience import is_invalid_feedback
 from fastslow.reflection.config import StagnationConfig
 from fastslow.reflection.stagnation import StagnationDetector
@@ -362,28 +362,32 @@ def test_resolved_focus_target_is_what_scienceworld_focuses_on(
 
 
 def test_semantics_imports_only_the_standard_library() -> None:
-    """Cheap to import anywhere: no JVM adapter, py4j or scienceworld, no third-party package.
-
-    The imports are read from the compiled bytecode (every ``IMPORT_NAME``, nested functions included),
-    not from ``ast.parse``: under xdist it once failed with ``SystemError: AST constructor recursion depth
-    mismatch``, a CPython 3.11 fault of its one AST-construction depth counter per interpreter when
-    another thread of the process builds an AST at the same time (python/cpython#106905)."""
-    import dis
+    """Cheap to import anywhere: no JVM adapter, py4j or scienceworld, no third-party package. Read in a
+    fresh interpreter: what importing ScienceWorld's semantics (and the protocol it implements) loads is
+    the standard library and stdlib-only modules of the bottom layer (``fastslow.core.semantics``, its
+    text cleaning) under their packages, whose ``__init__`` files import nothing."""
+    import subprocess
     import sys
-    from pathlib import Path
-    from types import CodeType
 
-    import fastslow.core.semantics as protocol
-    import fastslow.env.scienceworld.semantics as semantics
-
-    # ScienceWorld's semantics and the protocol they implement (the bottom layer's own module)
-    paths = [Path(semantics.__file__), Path(protocol.__file__)]
-    todo = [compile(p.read_text(encoding="utf-8"), str(p), "exec") for p in paths]
-    imported: set[str] = set()
-    while todo:
-        code = todo.pop()
-        todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
-        imported.update(i.argval for i in dis.get_instructions(code) if i.opname == "IMPORT_NAME")
-    assert "__future__" in imported and "re" in imported  # the scan sees the file's imports
-    imported -= {"fastslow.core.semantics"}
-    assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"__future__"}
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import fastslow.env.scienceworld.semantics\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
+    )
+    run = subprocess.run
+    proc = run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = set(proc.stdout.split())
+    ours = {name for name in loaded if name.split(".")[0] == "fastslow"}
+    assert "fastslow.env.scienceworld.semantics" in ours  # the probe sees the import
+    assert ours <= {
+        "fastslow",
+        "fastslow.core",
+        "fastslow.core.semantics",
+        "fastslow.core.text",
+        "fastslow.env",
+        "fastslow.env.scienceworld",
+        "fastslow.env.scienceworld.semantics",
+    }
+    others = {name.split(".")[0] for name in loaded - ours}
+    assert others <= set(sys.stdlib_module_names) | {"__future__"}, others - set(sys.stdlib_module_names)

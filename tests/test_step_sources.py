@@ -22,6 +22,7 @@ from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.logic import TaskLogic, general_focus_check
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.eval.evaluate import evaluate
@@ -29,7 +30,6 @@ from fastslow.eval.report import load_run, write_report
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, ListSink
 from fastslow.procedures.hook import ProcedureHook
-from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.swift import make_policy, make_proposer
 from fastslow.swift.hook import PolicyHook
 from fastslow.view.data import open_runs

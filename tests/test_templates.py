@@ -113,7 +113,9 @@ def _prompts(traj: Trajectory) -> dict[str, Any]:
             for budget in (5000, 450)
         },
         "t5": t5_mod.render_trajectory(traj, records[:1]),
-        "t5_bare": t5_mod.render_v4(traj.task_description, 0, [], cur.look, cur.inventory, []),
+        "t5_bare": t5_mod.render_v4(
+            traj.task_description, 0, [], cur.look, cur.inventory, [], semantics=SEMANTICS
+        ),
     }
 
 

@@ -183,6 +183,28 @@ def test_bench_env_on_twx_prints_its_ratio_and_a_json_line(capsys: pytest.Captur
     assert "raw" in said and "ratio" in said and "target >= 0.8" in said
 
 
+def test_bench_env_and_data_tasks_refuse_what_their_world_does_not_take(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each world runs its own ``bench env`` (``World.bench_env``) and refuses the other's option, in one
+    line, before a JVM starts; ``data tasks`` rebuilds ScienceWorld's task table only; the memory
+    benchmark's sample text is ScienceWorld's (its verbs are verbs its semantics reads), none for TWX."""
+    table = tmp_path / "tasks.json"
+    for args, message in (
+        (["bench", "env", "--steps", "5"], "--steps: bench env on ScienceWorld replays whole gold paths"),
+        (["bench", "env", "--world", "textworldexpress", "--tasks", "1"], "--tasks: bench env on TextWorld"),
+        (["bench", "env", "--world", "textworldexpress", "--steps", "0"], "--steps must be >= 1, got 0"),
+        (["data", "tasks", "--world", "textworldexpress", "--out", str(table)], "rebuilds ScienceWorld's"),
+    ):
+        code, _, err = cli(capsys, *args)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not table.exists()
+    assert get_world("textworldexpress").sample_text is None
+    sw = get_world("scienceworld")
+    text = sw.sample_text
+    assert text is not None and all(sw.semantics.verb_of(f"{verb} cup") == verb for verb in text.verbs)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

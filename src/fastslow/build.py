@@ -2,7 +2,8 @@
 
 The one place that knows every component: it picks the Swift proposer, the Sage and Critic models, and
 the module hooks the config switches on (``amm:``, ``srm:`` + ``critic:``, ``controller.swift_policy``,
-``procedures:``: the hand-written task logic, its hook and the task-specific focus rules SRM receives),
+``procedures:``: the world's hand-written task logic, its hook and the task-specific focus rules SRM
+receives, asked of the run's ``World``),
 and hands them to the controller, which knows none of them by name. Tests build agents here too,
 injecting what the real run would load (a scripted Sage, a scripted Swift, a store with known records).
 """
@@ -17,8 +18,10 @@ from fastslow.controller.controller import SwiftSageAgent
 from fastslow.controller.sage import Planner, Sage, SageOff
 from fastslow.core.focus import FocusJudge
 from fastslow.core.hooks import LoopHook, SwitchedOff, SwitchPoint
+from fastslow.core.procedures import TaskProcedures
 from fastslow.core.proposal import Proposer
 from fastslow.core.step import StepResult
+from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.events import EventSink
 from fastslow.memory.episode import Amm
@@ -29,9 +32,7 @@ from fastslow.models.breaker import guard
 from fastslow.models.cache import ResponseCache, cache_responses
 from fastslow.models.config import ModelConfig
 from fastslow.models.embeddings import minilm_encoder
-from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.hook import ProcedureHook
-from fastslow.procedures.logic import TaskLogic
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.reflection.hook import SrmHook
 from fastslow.reflection.srm import Srm
@@ -55,8 +56,9 @@ class Modules:
     """Shared model of the LLM Critic (Sage's own when both name the same model)."""
     policy: SafetyPolicy | None = None
     """Swift's safety policy (``controller.swift_policy``); None leaves Swift's ranking as proposed."""
-    procedures: TaskLogic | None = None
-    """The hand-written task logic (``procedures.enabled``, with the policy); None: no procedure hook."""
+    procedures: TaskProcedures | None = None
+    """The world's hand-written task logic (``procedures.enabled``, with the policy;
+    ``World.task_procedures``); None: no procedure hook."""
     focus_judge: FocusJudge | None = None
     """The task-specific focus rules SRM applies (``procedures.enabled``); None: its general rules."""
     warmup: bool = False
@@ -133,12 +135,43 @@ def constrained_models(config: RunConfig) -> dict[str, ModelConfig]:
     return {keys[role]: cfg for role, cfg in needed.items() if modes[role] != "none"}
 
 
+def check_world(config: RunConfig) -> None:
+    """``UsageError`` when the config asks for a part of the paper authors' profile (their loop, Sage
+    prompts, buffer rules: ``core.authors``) and its world has none (``WorldSemantics.authors`` None):
+    such a run would quietly play without what it asked for."""
+    world = get_world(config.env.world)
+    semantics, ctl = world.semantics, config.controller
+    if ctl.sage.demo:
+        lacking = [t.name for t in world.tasks() if not world.sage_demos(t.task_id)]
+        if lacking:
+            raise UsageError(
+                f"controller.sage.demo: env.world={world.name} has no plain demo for "
+                f"{', '.join(lacking[:3])}{' ...' if len(lacking) > 3 else ''} (leave demo off there)"
+            )
+    if semantics.authors is not None:
+        return
+    asked = {
+        "controller.loop: authors": ctl.loop == "authors",
+        "controller.sage.prompt: authors": ctl.sage.prompt == "authors",
+        "controller.buffer.expected_alias": ctl.buffer.expected_alias,
+        "controller.buffer.defer_unseen_focus": ctl.buffer.defer_unseen_focus,
+    }
+    named = [key for key, on in asked.items() if on]
+    if named:
+        raise UsageError(
+            f"{', '.join(named)}: the paper authors' profile exists for ScienceWorld only, and the config "
+            f"plays env.world={semantics.name} (use loop swiftsage, prompt swiftsage, as configs/twx-* do)"
+        )
+
+
 def check_models(config: RunConfig) -> None:
-    """Fail fast, before any episode starts, if a model the config needs cannot answer
+    """Fail fast, before any episode starts, if the config asks for what its world lacks
+    (``check_world``) or a model the config needs cannot answer
     (``ModelUnavailableError``: a server that is down, a missing GGUF file or API key), cannot answer
     the constrained calls the config makes (the same error, from ``check_constraints``; a
     ``UsageError`` for ``constraint_format: openai``, which has no grammar), or its Swift checkpoint is
     missing (``UsageError``)."""
+    check_world(config)
     if config.agent.kind == "swiftsage":
         from fastslow.swift import check_swift
 
@@ -211,6 +244,7 @@ def build_swiftsage(
     if config.amm.enabled:
         amm = Amm(config.amm, store if store is not None else shared_store(config.amm), config.env.world)
     procedures = config.procedures.enabled
+    world = get_world(config.env.world)  # its task logic and focus rules (None in a world without them)
     modules = Modules(
         srm=srm if srm.enabled else None,
         critic=config.critic,
@@ -218,8 +252,8 @@ def build_swiftsage(
         critic_model=critic_model,
         policy=make_policy(config.swift) if ctl.swift_policy else None,
         # The task logic proposes through the policy's ranking (it needs the policy's focus rule).
-        procedures=TaskLogic() if procedures and ctl.swift_policy else None,
-        focus_judge=TaskFocusRules() if procedures else None,
+        procedures=world.task_procedures() if procedures and ctl.swift_policy else None,
+        focus_judge=world.focus_judge() if procedures else None,
         warmup=ctl.warmup,
         markers=tuple(config.env.failure_markers),
         intervention=config.intervention,

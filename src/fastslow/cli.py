@@ -114,11 +114,13 @@ def run(
     ] = None,
 ) -> None:
     """Play one episode with a live view of every step (in the config's world, ``env.world``)."""
+    from fastslow.build import check_world
     from fastslow.env.episodes import Episode
     from fastslow.env.world import get_world
     from fastslow.eval.live import play_one
 
     cfg = _config(config, override)
+    check_world(cfg)
     info = get_world(cfg.env.world).task(task)
     info.check_variation(variation)
     play_one(cfg, Episode(info.task_id, variation), out, console)
@@ -469,59 +471,19 @@ def bench_env_cmd(
     per step, where the stock wrapper's per-element copy dominates) - the headline - and with "easy"
     (the paper's setting, ~800 valid actions, where the JVM's own enumeration is a larger share of each
     step). TextWorldExpress (``--world textworldexpress``) plays --steps random valid actions over the
-    benchmark's games through the package's own API and the adapter in lockstep (``bench.twx``).
+    benchmark's games through the package's own API and the adapter in lockstep. Each world runs its
+    own comparison (``World.bench_env``).
     """
-    from fastslow.bench.env import DEFAULT_TASKS, bench_env
-    from fastslow.env.episodes import parse_int_ranges
     from fastslow.env.world import get_world
 
-    if get_world(world).name == "textworldexpress":
-        if tasks is not None:
-            raise UsageError("--tasks: bench env on TextWorldExpress plays every game of the benchmark")
-        _bench_twx(2000 if steps is None else steps)
-        return
-    if steps is not None:
-        raise UsageError("--steps: bench env on ScienceWorld replays whole gold paths (--tasks chooses them)")
+    def say(line: str) -> None:
+        # A line the world does not indent heads what follows (a simplification, a world).
+        console.print(line, highlight=False, style=None if line.startswith(" ") else "bold")
 
-    task_ids = tuple(parse_int_ranges(tasks, "task")) if tasks else DEFAULT_TASKS
-    heads = {}
-    mismatches: list[str] = []
-    for simplification in ("", "easy"):
-        label = simplification or "none"
-        console.print(Text(f"simplification: {label}", style="bold"))
-        result = bench_env(task_ids, simplification, progress=lambda line: console.print("  " + line))
-        mismatches += [f"[{label}] {m}" for m in result.mismatches]
-        head = heads[label] = result.headline()
-        console.print(
-            f"  {head['steps']} steps, {head['mean_valid_actions']} valid actions/step: "
-            f"stock {head['stock_steps_per_s']} steps/s, ours {head['ours_steps_per_s']} steps/s, "
-            f"ratio {head['ratio']}x, identical={head['identical']}"
-        )
-    for line in mismatches[:20]:
-        err_console.print(Text.assemble(("mismatch", "red"), f" {line}"))
-    print(json.dumps({**heads["none"], "simplification": "none", "easy": heads["easy"]}))
-    if mismatches:
-        raise typer.Exit(1)
-
-
-def _bench_twx(steps: int) -> None:
-    """``bench env --world textworldexpress``: the adapter against TWX's own API (``bench.twx``)."""
-    from fastslow.bench.twx import bench_twx
-
-    if steps < 1:
-        raise UsageError(f"--steps must be >= 1, got {steps}")
-    console.print(Text("world: textworldexpress", style="bold"))
-    result = bench_twx(steps, progress=lambda line: console.print("  " + line, highlight=False))
-    head = result.headline()
-    console.print(
-        f"  {head['steps']} steps in {head['episodes']} episodes, {head['mean_valid_actions']} valid "
-        f"actions/step: raw {head['raw_steps_per_s']} steps/s, ours {head['ours_steps_per_s']} steps/s, "
-        f"ratio {head['ratio']}x (target >= {head['target_ratio']}), identical={head['identical']}",
-        highlight=False,
-    )
+    result = get_world(world).bench_env(tasks, steps, say)
     for line in result.mismatches[:20]:
         err_console.print(Text.assemble(("mismatch", "red"), f" {line}"))
-    print(json.dumps({**head, "world": "textworldexpress"}))
+    print(json.dumps(result.headline))
     if result.mismatches:
         raise typer.Exit(1)
 
@@ -731,15 +693,14 @@ def data_tasks(
         Path | None,
         typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
+    world: Annotated[
+        str, typer.Option("--world", help="scienceworld (the only world with a task table to rebuild).")
+    ] = "scienceworld",
 ) -> None:
     """Regenerate the task table (variation splits, oracle lengths, groups) from ScienceWorld."""
-    from fastslow.env.scienceworld import tasks as tasks_mod
+    from fastslow.env.world import get_world
 
-    target = out or Path(tasks_mod.__file__).parent / "data" / tasks_mod.TASKS_FILE
-    from fastslow.env.scienceworld.tasktable import build_task_table
-
-    table = build_task_table(lambda i, name: console.print(f"task {i:2d} {name}"))
-    target.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    target = get_world(world).rebuild_task_table(out, lambda line: console.print(line))
     console.print(f"wrote {target}")
 
 
@@ -829,29 +790,40 @@ def data_sage_demos(
         typer.Option("--out", parser=out_path, help="Where to write (default: the packaged file)."),
     ] = None,
     tasks: TasksOpt = None,
+    world: Annotated[
+        str, typer.Option("--world", help="scienceworld (default) or textworldexpress.")
+    ] = "scienceworld",
 ) -> None:
-    """Replay train gold paths into the demo trajectories of Sage's authors' prompts (2 per task)."""
-    from fastslow.controller.demos import build_demos, demos_path
+    """Replay train gold paths into Sage's demo trajectories: ScienceWorld's for the authors' prompts (2 per
+    task), TextWorldExpress's for ``controller.sage.demo`` (1 per game)."""
     from fastslow.env.episodes import parse_int_ranges
+    from fastslow.env.world import get_world
     from fastslow.eval.runner import git_commit
 
+    if out is not None and not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
     task_ids = parse_int_ranges(tasks, "task") if tasks else None
-    target = out or demos_path()
-    data = build_demos(
-        task_ids, progress=lambda line: console.print(line, highlight=False), commit=git_commit()
+    target, summary = get_world(world).rebuild_knowledge(
+        "sage-demos", out, task_ids, None, lambda line: console.print(line, highlight=False), git_commit()
     )
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     console.print(f"wrote {target}")
-    print(json.dumps({"tasks": len(data["demos"]), "demos": sum(len(d) for d in data["demos"].values())}))
+    print(json.dumps(summary))
 
 
-def _knowledge_target(out: Path | None, default: Path) -> Path:
-    """Where a knowledge command writes: ``--out`` (its folder must exist; checked before the replay,
-    so a typo costs no minutes) or the packaged file."""
-    target = out or default
-    if not target.parent.is_dir():
-        raise UsageError(f"--out {target}: folder {target.parent} does not exist")
-    return target
+def _write_knowledge(name: str, out: Path | None, tasks: list[int] | None, per_task: int | None) -> None:
+    """A knowledge file of ScienceWorld's task logic rebuilt through its ``World``
+    (``rebuild_knowledge``), written to ``--out`` (its folder must exist; checked before the replay, so
+    a typo costs no minutes) or the packaged file; prints where and the file's counts."""
+    from fastslow.env.world import get_world
+    from fastslow.eval.runner import git_commit
+
+    if out is not None and not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    target, summary = get_world("scienceworld").rebuild_knowledge(
+        name, out, tasks, per_task, lambda line: console.print(line, highlight=False), git_commit()
+    )
+    console.print(f"wrote {target}")
+    print(json.dumps(summary))
 
 
 @data_app.command("substances")
@@ -865,21 +837,10 @@ def data_substances(
 ) -> None:
     """Replay train gold paths into what each substance is at room temperature (the thermometer judgement)."""
     from fastslow.env.episodes import parse_int_ranges
-    from fastslow.eval.runner import git_commit
-    from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, build_substances
-    from fastslow.procedures.tasks import substances_path
 
     if per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task})")
-    task_ids = parse_int_ranges(tasks, "task") if tasks else list(KNOWLEDGE_TASKS)
-    target = _knowledge_target(out, substances_path())
-    data = build_substances(
-        task_ids, per_task, progress=lambda line: console.print(line, highlight=False), commit=git_commit()
-    )
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    console.print(f"wrote {target}")
-    known = sum(1 for entry in data["substances"].values() if entry["plain"])
-    print(json.dumps({"substances": len(data["substances"]), "plain_state_known": known}))
+    _write_knowledge("substances", out, parse_int_ranges(tasks, "task") if tasks else None, per_task)
 
 
 @data_app.command("paints")
@@ -891,15 +852,7 @@ def data_paints(
 ) -> None:
     """Read the gold paths of every train variation of the paint tasks into which primaries make which
     secondary colour (the paint judgement)."""
-    from fastslow.eval.runner import git_commit
-    from fastslow.procedures.knowledge import build_paints
-    from fastslow.procedures.tasks import paints_path
-
-    target = _knowledge_target(out, paints_path())
-    data = build_paints(progress=lambda line: console.print(line, highlight=False), commit=git_commit())
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    console.print(f"wrote {target}")
-    print(json.dumps({"secondaries": len(data["secondaries"]), "primaries": len(data["primaries"])}))
+    _write_knowledge("paints", out, None, None)
 
 
 @data_app.command("circuits")
@@ -911,15 +864,7 @@ def data_circuits(
 ) -> None:
     """Read the gold paths of every train variation of the power tasks into which power sources are
     renewable and where they are wired (the circuit judgement)."""
-    from fastslow.eval.runner import git_commit
-    from fastslow.procedures.knowledge import build_circuits
-    from fastslow.procedures.tasks import circuits_path
-
-    target = _knowledge_target(out, circuits_path())
-    data = build_circuits(progress=lambda line: console.print(line, highlight=False), commit=git_commit())
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    console.print(f"wrote {target}")
-    print(json.dumps({"sources": len(data["sources"])}))
+    _write_knowledge("circuits", out, None, None)
 
 
 @data_app.command("focus-budgets")
@@ -936,21 +881,10 @@ def data_focus_budgets(
     """Read train gold paths into Gate-1's per-task focus budgets (the most `focus on` actions a gold
     path takes)."""
     from fastslow.env.episodes import parse_int_ranges
-    from fastslow.eval.runner import git_commit
-    from fastslow.procedures.focus import focus_budgets_path
-    from fastslow.procedures.knowledge import build_focus_budgets
 
     if per_task < 1:
         raise UsageError(f"--per-task must be at least 1 (got {per_task})")
-    task_ids = parse_int_ranges(tasks, "task") if tasks else None
-    target = _knowledge_target(out, focus_budgets_path())
-    data = build_focus_budgets(
-        task_ids, per_task, progress=lambda line: console.print(line, highlight=False), commit=git_commit()
-    )
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    console.print(f"wrote {target}")
-    over_one = sum(n > 1 for n in data["budgets"].values())
-    print(json.dumps({"tasks": len(data["budgets"]), "over_one": over_one}))
+    _write_knowledge("focus-budgets", out, parse_int_ranges(tasks, "task") if tasks else None, per_task)
 
 
 def _provenance(

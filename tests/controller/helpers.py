@@ -11,6 +11,7 @@ from fastslow.controller.parsing import parse_actions
 from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld.func_actions import to_func
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import Event
 from fastslow.models.base import Message
@@ -58,7 +59,7 @@ def as_authors_reply(reply: str) -> str:
     """A numbered grounding reply written in the authors' format ("Action 1: OPEN(door) --> ..."): an
     action with no FUNC form stays plain text, which their reader skips."""
     lines = []
-    for i, item in enumerate(parse_actions(reply), 1):
+    for i, item in enumerate(parse_actions(reply, SEMANTICS), 1):
         guess = f" --> {item.expected}" if item.expected else ""
         lines.append(f"Action {i}: {to_func(item.action) or item.action}{guess}")
     return "\n".join(lines) or reply

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from fastslow.controller.buffer import ActionBuffer, Buffered
-from fastslow.env.scienceworld.grounding import Grounder
+from fastslow.controller.grounding import Grounder
+from fastslow.env.scienceworld.world import SEMANTICS
 
-VALID = Grounder(("look around", "teleport to kitchen", "open freezer"))
+VALID = Grounder(("look around", "teleport to kitchen", "open freezer"), SEMANTICS)
 
 
 def _items(*actions: str) -> list[Buffered]:

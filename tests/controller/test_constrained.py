@@ -27,6 +27,7 @@ from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.authors import AUTHORS as SW_AUTHORS
 from fastslow.env.scienceworld.func_actions import from_func, func_forms, to_func
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.scienceworld.world import SEMANTICS
@@ -75,7 +76,7 @@ def test_authors_shape_accepts_exactly_the_lines_the_reader_reads_as_their_call(
     """Over real lines (every valid action's FUNC form with real observations after it): the shape's
     pattern matches a line exactly when ``parse_authors`` reads the intended action from it; a reply of
     shaped lines is read line by line."""
-    shape = authors_shape(5)
+    shape = authors_shape(5, SW_AUTHORS)
     pattern = re.compile(shape.pattern())
     calls = [f for a in kitchen.current.valid_actions if (f := to_func(a)) is not None]
     obs = observations(kitchen)
@@ -83,14 +84,14 @@ def test_authors_shape_accepts_exactly_the_lines_the_reader_reads_as_their_call(
     checked = 0
     for i, call in enumerate(calls):
         line = f"Action 1: {call} --> {obs[i % len(obs)]}"
-        read = [p.action for p in parse_authors(line)]
+        read = [p.action for p in parse_authors(line, SEMANTICS)]
         fits = len(obs[i % len(obs)]) <= 80
         assert bool(pattern.fullmatch(line)) == (read == [from_func(call)] and fits), line
         checked += 1
     plain = [o for o in obs if "(" not in o and ")" not in o and len(o) <= 80]
     lines = [f"Action {n}: {calls[n * 7]} --> {plain[n % len(plain)]}" for n in range(1, 6)]
     assert pattern.fullmatch("\n".join(lines))
-    assert [p.action for p in parse_authors("\n".join(lines))] == [
+    assert [p.action for p in parse_authors("\n".join(lines), SEMANTICS)] == [
         from_func(calls[n * 7]) for n in range(1, 6)
     ]
     # Lines the reader skips, misreads, or reads without an observation are not in the shape.
@@ -102,16 +103,18 @@ def test_authors_shape_accepts_exactly_the_lines_the_reader_reads_as_their_call(
 def test_numbered_shape_accepts_the_valid_actions_the_reader_reads(kitchen: Trajectory) -> None:
     """SwiftSage's numbered reply: a valid action the reader reads back as itself is a shaped line,
     and every shaped line is read as its action and observation."""
-    shape = numbered_shape(5)
+    shape = numbered_shape(5, SEMANTICS)
     pattern = re.compile(shape.pattern())
-    readable = numbered_readable(kitchen.current.valid_actions)
+    readable = numbered_readable(kitchen.current.valid_actions, SEMANTICS)
     assert len(readable) > 0.9 * len(kitchen.current.valid_actions)
     obs = [o[:80].strip() for o in observations(kitchen) if not set(o) & set("[]`")]
     obs = [o for o in obs if not o.endswith(")")]  # the reader strips a closing parenthesis
     for i, action in enumerate(readable):
         line = f"1. {action} -> {obs[i % len(obs)]}"
         assert pattern.fullmatch(line), line
-        assert [(p.action, p.expected) for p in parse_actions(line)] == [(action, obs[i % len(obs)])]
+        assert [(p.action, p.expected) for p in parse_actions(line, SEMANTICS)] == [
+            (action, obs[i % len(obs)])
+        ]
     for line in ("Here is the plan:", "1. look around.", "- look around -> x", "1. look around"):
         assert not pattern.fullmatch(line), line
 
@@ -189,7 +192,7 @@ def test_the_grammars_accept_what_the_patterns_match(engine: Engine, kitchen: Tr
     """Each shape's grammar (``format``, and ``valid`` over the state's FUNC forms) agrees with its
     pattern on shaped replies and on near misses."""
     forms = sorted(func_forms(kitchen.current.valid_actions).values())
-    shape = authors_shape(3)
+    shape = authors_shape(3, SW_AUTHORS)
     good = [
         f"Action 1: {forms[0]} --> You see it.",
         f"Action 1: {forms[5]} --> ok\nAction 2: {forms[-1]} --> fine\nAction 3: {forms[9]} --> done",
@@ -317,10 +320,13 @@ def test_constrained_configs_differ_from_theirs_only_in_the_switches_and_the_siz
 
 
 def test_every_other_shipped_config_keeps_none() -> None:
+    """Constrained decoding is the constrained/ configurations' and TextWorldExpress's LLM ones' (whose
+    Sage and Critic are sized for a laptop as constrained/'s are); every other keeps the paper's none."""
     names = [*builtin_config_names(), "sensitivity/full-critic6", "sensitivity/paper-full-no-t1"]
     for name in names:
         cfg = load_config(name)
-        assert (cfg.controller.sage.constrain, cfg.critic.constrain) == ("none", "none"), name
+        expected = ("valid", "valid") if name.startswith("twx-constrained-") else ("none", "none")
+        assert (cfg.controller.sage.constrain, cfg.critic.constrain) == expected, name
 
 
 def test_the_start_up_check_refuses_a_server_form_without_grammars() -> None:

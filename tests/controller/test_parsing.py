@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fastslow.controller.parsing import ParsedAction, func_to_text, parse_actions
+from fastslow.env.scienceworld.world import SEMANTICS
 
 CASES: list[tuple[str, str, list[str]]] = [
     (
@@ -105,7 +106,7 @@ CASES: list[tuple[str, str, list[str]]] = [
 
 @pytest.mark.parametrize(("name", "text", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_parse_table(name: str, text: str, expected: list[str]) -> None:
-    assert [a.action for a in parse_actions(text)] == expected
+    assert [a.action for a in parse_actions(text, SEMANTICS)] == expected
 
 
 def test_table_is_large_enough() -> None:
@@ -113,12 +114,12 @@ def test_table_is_large_enough() -> None:
 
 
 def test_expected_observation_is_kept() -> None:
-    parsed = parse_actions("1. open freezer -> The freezer is now open.\n2. look in freezer")
+    parsed = parse_actions("1. open freezer -> The freezer is now open.\n2. look in freezer", SEMANTICS)
     assert parsed == [
         ParsedAction("open freezer", "The freezer is now open."),
         ParsedAction("look in freezer", ""),
     ]
-    labelled = parse_actions("Action: pick up apple\nExpected observation: You pick up the apple.")
+    labelled = parse_actions("Action: pick up apple\nExpected observation: You pick up the apple.", SEMANTICS)
     assert labelled[0].expected == "You pick up the apple."
 
 
@@ -133,4 +134,4 @@ def test_expected_observation_is_kept() -> None:
     ],
 )
 def test_func_to_text(text: str, out: str) -> None:
-    assert func_to_text(text) == out
+    assert func_to_text(text, SEMANTICS.prompt_facts.func_joiners) == out

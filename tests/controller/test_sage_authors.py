@@ -33,12 +33,12 @@ from controller.helpers import ScriptedSwift, is_plan_prompt, sage_replies
 from fastslow.build import build_swiftsage
 from fastslow.config import AgentConfig, EnvConfig, RunConfig, load_config
 from fastslow.controller.config import ControllerConfig, SageRunConfig
-from fastslow.controller.demos import build_demo, demos_for, demos_path, fold_repeats, load_demos
 from fastslow.controller.parsing import PlanFormatError, parse_authors
 from fastslow.controller.sage import PlanRequest, Sage, estimate_tokens
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.demos import build_demo, demos_for, demos_path, fold_repeats, load_demos
 from fastslow.env.scienceworld.func_actions import from_func, to_func
 from fastslow.env.scienceworld.tasks import all_tasks, get_task
 from fastslow.env.scienceworld.valid import authors_failed
@@ -194,13 +194,15 @@ def test_parse_reads_func_lines_of_the_first_five_lines() -> None:
             "Action 5: MOVE(metal pot, stove) --> moved",
         ]
     )
-    parsed = parse_authors(reply)
+    parsed = parse_authors(reply, SEMANTICS)
     assert [p.action for p in parsed] == ["teleport to kitchen", "pick up thermometer", "activate stove"]
     assert [p.expected for p in parsed] == ["You teleport to the kitchen.", "", "The stove is now activated."]
-    repeated = parse_authors("Action 1: WAIT() --> You wait.\nRepeat it until it boils\nAction 2: SEE()")
+    repeated = parse_authors(
+        "Action 1: WAIT() --> You wait.\nRepeat it until it boils\nAction 2: SEE()", SEMANTICS
+    )
     assert [p.action for p in repeated] == ["wait"] * 6
     with pytest.raises(PlanFormatError):
-        parse_authors("Repeat the above\nAction 1: WAIT()")
+        parse_authors("Repeat the above\nAction 1: WAIT()", SEMANTICS)
     assert from_func("MOVE(a, b)") == "move a to b" and to_func("pour a into b") == "POUR(a, b)"
     assert to_func("inventory") is None and from_func("teleport to kitchen") is None
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.bench.twx import bench_twx
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
 from fastslow.env.textworldexpress import semantics as sem
 from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
+from fastslow.env.textworldexpress.bench import bench_twx
 from fastslow.env.textworldexpress.benchmark import (
     FOLDS,
     GAME_NAMES,

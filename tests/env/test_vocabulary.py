@@ -17,8 +17,6 @@ import fastslow
 from fastslow import vocab
 from fastslow.env.scienceworld.semantics import (
     AMBIGUOUS,
-    CRITIC_FAILURE_SIGNAL,
-    CRITIC_REFUSALS,
     FOCUS,
     PICK_UP,
     TELEPORT,
@@ -38,6 +36,7 @@ from fastslow.env.scienceworld.semantics import (
     verb_rest,
     verb_target,
 )
+from fastslow.memory.episode import CRITIC_FAILURE_SIGNAL, CRITIC_REFUSALS
 
 ACTIONS = [
     "focus on red paint",

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from controller.helpers import Run, ScriptedSwift, sage_replies
 from fastslow.build import build_swiftsage
 from fastslow.config import load_config
-from fastslow.controller.resolver import options_by_number
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
@@ -62,7 +61,7 @@ def _ambiguous(env: ScienceWorldAdapter) -> tuple[StepResult, Trajectory]:
 
 def test_gate_judges_an_ambiguity_answer_as_the_focus_it_completes(env: ScienceWorldAdapter) -> None:
     result, traj = _ambiguous(env)
-    options = options_by_number(result.observation)
+    options = SEMANTICS.ambiguity_options(result.observation)
     assert len(options) > 1 and options["0"].startswith("focus on ") and "(" not in options["0"]
     sink = ListSink()
     gate = Gate1(GateConfig(), sink=sink)

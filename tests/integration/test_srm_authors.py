@@ -15,6 +15,7 @@ from controller.helpers import Run, ScriptedSwift, sage_replies
 from fastslow.controller.arbiter import Chosen, Timestep
 from fastslow.controller.authors import AuthorsArbiter
 from fastslow.controller.config import EscalationConfig
+from fastslow.env.scienceworld.authors import AUTHORS as SW_AUTHORS
 from fastslow.reflection.critic import Critic
 from fastslow.reflection.hook import SrmHook
 
@@ -228,7 +229,7 @@ def test_the_gate_drop_counters_and_the_loop_break_fallback(play_modules: Play) 
     run = play_modules(ScriptedSwift([LOOK]), config_name=AUTHORS, step_limit=1)
     agent, traj = run.agent, run.agent.traj
     assert traj is not None
-    arbiter = AuthorsArbiter(EscalationConfig())
+    arbiter = AuthorsArbiter(EscalationConfig(), SW_AUTHORS, "focus on")
     arbiter.begin(5)
     arbiter.start_iteration(5)
     assert arbiter.gate_dropped("focus on x", "GATE_INVALID:focus_limit", 5, sage_available=True) == "retry"

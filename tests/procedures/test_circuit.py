@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.knowledge import build_circuits, sources_of
+from fastslow.env.scienceworld.procedures.tasks import PowerTask, circuits_path, known_sources, power_task
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
-from fastslow.procedures.knowledge import build_circuits, sources_of
-from fastslow.procedures.tasks import PowerTask, circuits_path, known_sources, power_task
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
 """The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""

@@ -12,10 +12,16 @@ from pathlib import Path
 import pytest
 
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.focus import (
+    TaskFocusRules,
+    focus_budgets,
+    focus_budgets_path,
+    focus_target_allowed,
+)
+from fastslow.env.scienceworld.procedures.knowledge import focus_count
 from fastslow.env.scienceworld.semantics import focus_target
 from fastslow.env.scienceworld.tasks import get_task
-from fastslow.procedures.focus import TaskFocusRules, focus_budgets, focus_budgets_path, focus_target_allowed
-from fastslow.procedures.knowledge import focus_count
+from fastslow.env.scienceworld.world import SEMANTICS as SW
 from fastslow.reflection.focus import focus_limit_for
 
 RULES = TaskFocusRules()
@@ -75,22 +81,22 @@ def test_focus_target_rule(task: str, description: str, target: str, allowed: bo
 
 
 def test_focus_limits() -> None:
-    assert focus_limit_for("measure-melting-point-known-substance", MELT, RULES) == 3
-    assert focus_limit_for("identify-life-stages-1", STAGES, RULES) == 4  # read from the description
-    assert focus_limit_for("identify-life-stages-1", STAGES.replace("4", "5"), RULES) == 5
-    assert focus_limit_for("chemistry-mix-paint-tertiary-color", PAINT, RULES) == 2
-    assert focus_limit_for("boil", BOIL, RULES) == 1
-    assert focus_limit_for("no-such-task", "", RULES) == 1
+    assert focus_limit_for(SW, "measure-melting-point-known-substance", MELT, RULES) == 3
+    assert focus_limit_for(SW, "identify-life-stages-1", STAGES, RULES) == 4  # read from the description
+    assert focus_limit_for(SW, "identify-life-stages-1", STAGES.replace("4", "5"), RULES) == 5
+    assert focus_limit_for(SW, "chemistry-mix-paint-tertiary-color", PAINT, RULES) == 2
+    assert focus_limit_for(SW, "boil", BOIL, RULES) == 1
+    assert focus_limit_for(SW, "no-such-task", "", RULES) == 1
 
 
 def test_without_the_task_logic_the_budget_is_what_the_description_says() -> None:
     """``procedures.enabled`` off: no per-task table; the number the description states, else its focus
     instructions (a run of "If ..., focus on ..." alternatives counts once), at least 1."""
-    assert focus_limit_for("identify-life-stages-1", STAGES) == 4
-    assert focus_limit_for("measure-melting-point-known-substance", MELT) == 3
-    assert focus_limit_for("chemistry-mix-paint-tertiary-color", PAINT) == 2
+    assert focus_limit_for(SW, "identify-life-stages-1", STAGES) == 4
+    assert focus_limit_for(SW, "measure-melting-point-known-substance", MELT) == 3
+    assert focus_limit_for(SW, "chemistry-mix-paint-tertiary-color", PAINT) == 2
     for name, description in [("boil", BOIL), ("find-animal", FIND), ("chemistry-mix", MIX), ("none", "")]:
-        assert focus_limit_for(name, description) == 1
+        assert focus_limit_for(SW, name, description) == 1
 
 
 @pytest.mark.parametrize(
@@ -114,7 +120,7 @@ def test_without_the_task_logic_the_budget_is_what_the_gold_path_focuses_on(
     mendelian genetics: its gold reset takes 6-9 s, and under load longer than the JVM call timeout.)"""
     spec = get_task(task)
     first = env.reset(spec.task_id, spec.variations["train"][0], gold=True)
-    assert focus_limit_for(spec.name, first.task_description) == focus_count(env.gold_actions)
+    assert focus_limit_for(SW, spec.name, first.task_description) == focus_count(env.gold_actions)
 
 
 def test_the_budgets_are_the_shipped_train_file() -> None:
@@ -124,7 +130,7 @@ def test_the_budgets_are_the_shipped_train_file() -> None:
     assert set(focus_budgets()) == {get_task(t).name for t in range(30)}
     assert all(n >= 1 for n in focus_budgets().values())  # a 0 would refuse every focus of the task
     for name, n in focus_budgets().items():
-        assert focus_limit_for(name, "", RULES) == n
+        assert focus_limit_for(SW, name, "", RULES) == n
 
 
 def test_a_stated_number_of_stages_is_what_the_train_gold_paths_focus_on(env: ScienceWorldAdapter) -> None:
@@ -135,12 +141,12 @@ def test_a_stated_number_of_stages_is_what_the_train_gold_paths_focus_on(env: Sc
     for variation in task.variations["train"]:
         first = env.reset(task.task_id, variation, gold=True)
         counts.add(focus_count(env.gold_actions))
-        assert focus_count(env.gold_actions) == focus_limit_for(task.name, first.task_description, RULES)
+        assert focus_count(env.gold_actions) == focus_limit_for(SW, task.name, first.task_description, RULES)
     assert counts == {3, 4}
     # identify-life-stages-2 names no number: its budget is the file's
     plants = get_task("identify-life-stages-2")
     first = env.reset(plants.task_id, plants.variations["train"][0], gold=True)
-    assert focus_limit_for(plants.name, first.task_description, RULES) == focus_budgets()[plants.name]
+    assert focus_limit_for(SW, plants.name, first.task_description, RULES) == focus_budgets()[plants.name]
 
 
 def test_the_command_rebuilds_the_shipped_budgets(tmp_path: Path) -> None:
@@ -167,7 +173,7 @@ def test_the_command_rebuilds_the_shipped_budgets(tmp_path: Path) -> None:
 def test_the_phrase_rule_admits_every_train_gold_focus(env: ScienceWorldAdapter) -> None:
     """The target rule blocks no focus action of the gold paths of two train variations of every task
     (the first and the middle of its split)."""
-    from fastslow.procedures.knowledge import spread_variations
+    from fastslow.env.scienceworld.procedures.knowledge import spread_variations
 
     blocked = []
     for task_id in range(30):

@@ -10,11 +10,11 @@ from collections.abc import Callable
 import pytest
 
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.incline import _faster, _trials
+from fastslow.env.scienceworld.procedures.tasks import InclineTask, incline_task
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
-from fastslow.procedures.incline import _faster, _trials
-from fastslow.procedures.tasks import InclineTask, incline_task
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
 """The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""

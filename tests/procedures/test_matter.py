@@ -12,11 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.semantics import object_names
-from fastslow.env.scienceworld.tasks import get_task
-from fastslow.eval.runner import EpisodeOutcome
-from fastslow.events import EnvStep
-from fastslow.procedures.tasks import (
+from fastslow.env.scienceworld.procedures.tasks import (
     GrowTask,
     MatterChange,
     grow_task,
@@ -24,6 +20,10 @@ from fastslow.procedures.tasks import (
     object_line,
     subject_names,
 )
+from fastslow.env.scienceworld.semantics import object_names
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.eval.runner import EpisodeOutcome
+from fastslow.events import EnvStep
 
 
 def test_the_task_descriptions_parse(env: ScienceWorldAdapter) -> None:

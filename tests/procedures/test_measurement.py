@@ -17,13 +17,10 @@ import pytest
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.semantics import focus_head, resolve_focus_target
-from fastslow.env.scienceworld.tasks import get_task
-from fastslow.env.scienceworld.world import SEMANTICS
-from fastslow.procedures.focus import TaskFocusRules
-from fastslow.procedures.knowledge import KNOWLEDGE_TASKS, spread_variations
-from fastslow.procedures.logic import TaskLogic
-from fastslow.procedures.tasks import (
+from fastslow.env.scienceworld.procedures.focus import TaskFocusRules
+from fastslow.env.scienceworld.procedures.knowledge import KNOWLEDGE_TASKS, spread_variations
+from fastslow.env.scienceworld.procedures.logic import TaskLogic
+from fastslow.env.scienceworld.procedures.tasks import (
     known_melting_bounds,
     known_plain_states,
     measured_choice,
@@ -34,6 +31,9 @@ from fastslow.procedures.tasks import (
     substances_path,
     thermometer_readings,
 )
+from fastslow.env.scienceworld.semantics import focus_head, resolve_focus_target
+from fastslow.env.scienceworld.tasks import get_task
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1
 from fastslow.swift.policy import SafetyPolicy

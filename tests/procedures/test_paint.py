@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pytest
 
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.knowledge import build_paints, recipes_of
+from fastslow.env.scienceworld.procedures.tasks import PaintTask, paint_recipe, paint_task, paints_path
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.eval.runner import EpisodeOutcome
 from fastslow.events import EnvStep
-from fastslow.procedures.knowledge import build_paints, recipes_of
-from fastslow.procedures.tasks import PaintTask, paint_recipe, paint_task, paints_path
 
 Play = Callable[[int, int], tuple[EpisodeOutcome, list[EnvStep]]]
 """The ``play_swift_only`` fixture (tests/procedures/conftest.py)."""

@@ -11,12 +11,12 @@ from fastslow.build import Modules, build_swiftsage, make_agent
 from fastslow.config import load_config
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.focus import TaskFocusRules
 from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
 from fastslow.events import EnvStep, GateDecision, ListSink
-from fastslow.procedures.focus import TaskFocusRules
 from fastslow.swift.features import DENSE, ActionTable, SwiftState, dense_features
 from fastslow.swift.imitation import ImitationSwift
 from fastslow.vocab import PROCEDURE_RULES

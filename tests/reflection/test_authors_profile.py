@@ -10,12 +10,12 @@ import pytest
 
 from fastslow.config import CriticConfig
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.focus import TaskFocusRules
 from fastslow.env.scienceworld.valid import FOCUS_COUNT
 from fastslow.events import ListSink, StagnationReport
 from fastslow.models import estimate_tokens
 from fastslow.models.local_backend import default_gguf
 from fastslow.models.scripted import ScriptedModel
-from fastslow.procedures.focus import TaskFocusRules
 from fastslow.reflection.config import GateConfig, StagnationConfig
 from fastslow.reflection.critic import (
     Critic,

@@ -13,6 +13,7 @@ import pytest
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import CriticCall, ListSink, ModelCall, StagnationReport
 from fastslow.models import ModelConfig, make_model
 from fastslow.models.scripted import ScriptedModel
@@ -39,7 +40,7 @@ def test_the_shape_accepts_the_answers_the_reader_reads(stuck: Trajectory) -> No
     """Over the state's valid actions, in answers of one to five lines with a real observation as the
     diagnosis: the shape's pattern matches exactly when ``parse_critic_reply`` reads the diagnosis and
     every action back."""
-    shape = critic_shape(5)
+    shape = critic_shape(5, SEMANTICS)
     pattern = re.compile(shape.pattern())
     reason = " ".join(stuck.turns[-1].observation.split())[:60]
     actions = list(stuck.current.valid_actions)

@@ -20,12 +20,12 @@ from fastslow.core.proposal import MemoryHint, Proposal, RankedAction
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.focus import TaskFocusRules
+from fastslow.env.scienceworld.procedures.logic import TaskLogic, general_focus_check
 from fastslow.env.scienceworld.semantics import focus_head, focus_object
 from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.events import GateDecision, GateOutcome, ListSink
-from fastslow.procedures.focus import TaskFocusRules
 from fastslow.procedures.hook import ProcedureHook
-from fastslow.procedures.logic import TaskLogic, general_focus_check
 from fastslow.reflection.config import CriticConfig, GateConfig, SrmConfig
 from fastslow.reflection.gate import Gate1
 from fastslow.reflection.hook import SrmHook

@@ -7,13 +7,14 @@ import random
 
 import pytest
 
+from fastslow.core.procedures import Judged
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.env.scienceworld.paraphrase import apply_aliases, strip_qualifiers
+from fastslow.env.scienceworld.procedures.focus import TaskFocusRules
+from fastslow.env.scienceworld.procedures.logic import TaskLogic, general_focus_check
+from fastslow.env.scienceworld.procedures.tasks import life_stage, life_stage_violation
 from fastslow.env.scienceworld.semantics import focus_contents_mismatch, normalize, teleport_targets
 from fastslow.events import GateDecision, GateOutcome, ListSink
-from fastslow.procedures.focus import TaskFocusRules
-from fastslow.procedures.logic import Judged, TaskLogic, general_focus_check
-from fastslow.procedures.tasks import life_stage, life_stage_violation
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.gate import Gate1, GateConstraints
 from fastslow.swift.policy import SafetyPolicy

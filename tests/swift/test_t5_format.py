@@ -154,7 +154,7 @@ def test_clean_history_rules() -> None:
         _line("teleport to kitchen", "You teleport to the kitchen."),
         _line("open door to kitchen"),
     ]
-    cleaned = clean_history(lines)
+    cleaned = clean_history(lines, SEMANTICS)
     # The seed line recurs within two lines: only the later copy stays; examine goes; teleports walk.
     assert [(h.action, h.observation) for h in cleaned] == [
         ("look around", "o"),
@@ -166,12 +166,20 @@ def test_clean_history_rules() -> None:
 def test_clean_history_compares_with_the_newest_line_unrenamed() -> None:
     teleports = [_line("teleport to hallway"), _line("teleport to kitchen"), _line("teleport to hallway")]
     # The newest line is still a "teleport" when SwiftSage compares: the older "go to hallway" stays.
-    assert [h.action for h in clean_history(teleports)] == ["go to hallway", "go to kitchen", "go to hallway"]
+    assert [h.action for h in clean_history(teleports, SEMANTICS)] == [
+        "go to hallway",
+        "go to kitchen",
+        "go to hallway",
+    ]
     # One step later it has been renamed in place, and the older copy is a duplicate.
     later = [*teleports, _line("look around")]
-    assert [h.action for h in clean_history(later)] == ["go to kitchen", "go to hallway", "look around"]
+    assert [h.action for h in clean_history(later, SEMANTICS)] == [
+        "go to kitchen",
+        "go to hallway",
+        "look around",
+    ]
     # Swift not asked since the first line (e.g. Sage's plan ran): the later teleports were never renamed.
-    assert [h.action for h in clean_history(later, renamed=1)] == [
+    assert [h.action for h in clean_history(later, SEMANTICS, renamed=1)] == [
         "go to hallway",
         "go to kitchen",
         "go to hallway",
@@ -202,14 +210,16 @@ def test_layout_without_rooms_and_with_memories() -> None:
         tag, action, observation = "success", "activate stove", "The stove is now activated."
 
     description = "Task Description:\nBoil water.\n"
-    bare = render_v4(description, 0, [], "a room\n\ta green house (that is open)", "nothing", [])
+    bare = render_v4(
+        description, 0, [], "a room\n\ta green house (that is open)", "nothing", [], semantics=SEMANTICS
+    )
     assert bare == (
         "Boil water. |  </s> Time: 1; Score: 0; </s> Action history: </s>"
         " <extra_id_10> look around (+0) --> N/A | "
         " </s> Current environment: a room | a greenhouse  </s> Current inventory: nothing </s> "
         " What action should you do next? </s> "
     )
-    with_memory = render_v4(description, 0, [], "a room", "nothing", [], [Memory()])
+    with_memory = render_v4(description, 0, [], "a room", "nothing", [], [Memory()], semantics=SEMANTICS)
     assert with_memory.endswith(
         " </s> Memories: success: activate stove --> The stove is now activated. |  </s> "
         " What action should you do next? </s> "

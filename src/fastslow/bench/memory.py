@@ -2,8 +2,9 @@
 
 Retrieval sits on the decision path (T1 fires before a Swift retry, T4 before every Sage plan), so it
 must cost milliseconds, not an LLM call. The records are synthetic but ScienceWorld-shaped (real task
-names, rooms, verbs and objects, typical observation sentences, the paper's tag mix: mostly near-miss),
-and every query is a retriever-style call: state words, a task filter and a tag filter, k=5.
+names, rooms, verbs and objects, typical observation sentences: ScienceWorld's ``World.sample_text``;
+the paper's tag mix: mostly near-miss), and every query is a retriever-style call: state words, a task
+filter and a tag filter, k=5.
 
 ``hybrid`` (the paper configurations' retrieval profile, configs/amm.yaml) is timed beside it: the same
 records with their stored embedding vectors, every query an unfiltered call as the authors' Letta search
@@ -32,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from fastslow.config import load_config
-from fastslow.env.scienceworld.semantics import FOCUS, NO_MATCH, PICK_UP, ROOMS
-from fastslow.env.scienceworld.tasks import all_tasks
+from fastslow.env.bench import SampleText
+from fastslow.env.config import DEFAULT_WORLD
+from fastslow.env.world import World, get_world
 from fastslow.memory.config import RetrievalConfig
 from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.retrieval import QUERY_INTENTS, hybrid_search
@@ -50,26 +52,6 @@ from fastslow.models.embeddings import (
 )
 
 SIZES = (1_000, 10_000, 100_000)
-OBJECTS = (
-    "thermometer", "metal pot", "stove", "sink", "freezer", "fridge", "cup", "glass jar", "red box",
-    "blue box", "orange box", "flower pot", "seed jar", "apple seed", "banana tree", "ice cube", "water",
-    "sodium chloride", "paint", "red paint", "blue paint", "yellow paint", "wood cup", "battery", "wire",
-    "light bulb", "switch", "solar panel", "inclined plane", "block", "stopwatch", "lighter", "oven",
-    "blast furnace", "chocolate", "marshmallow", "soap", "dove", "beaver", "frog egg", "butterfly",
-    "axe", "bee hive", "shovel", "soil", "recipe", "book", "door", "painting", "table",
-)  # fmt: skip
-VERBS = (PICK_UP, "open", "move", FOCUS, "activate", "pour", "mix", "look at", "use", "read")
-OBSERVATIONS = (
-    "You move the {o} to the inventory.",
-    "The {o} is now open.",
-    "You focus on the {o}.",
-    "The {o} is now activated.",
-    "You pour the {o} into the {p}.",
-    "Chemicals mixed; the {o} now contains {p}.",
-    "a {o}, which is at a temperature of 22 degrees celsius",
-    NO_MATCH,
-    "You move the {o} to the {p}.",
-)
 TAG_MIX: tuple[tuple[Tag, str, float], ...] = (
     ("near-miss", "progress", 0.6),
     ("success", "milestone", 0.15),
@@ -78,28 +60,40 @@ TAG_MIX: tuple[tuple[Tag, str, float], ...] = (
 )
 
 
+def scienceworld_text() -> tuple[World, SampleText]:
+    """ScienceWorld and its ``sample_text`` (objects, verbs, observation templates, rooms): what the
+    synthetic records and queries are drawn from."""
+    world = get_world(DEFAULT_WORLD)
+    text = world.sample_text
+    if text is None:  # ScienceWorld's World always has one
+        raise RuntimeError(f"world {world.name} offers no sample text")
+    return world, text
+
+
 def synthetic_records(n: int, seed: int = 0, episode_prefix: str = "bench") -> Iterator[MemoryRecord]:
+    """``n`` ScienceWorld-shaped records (module docstring), the same ones for the same ``seed``."""
     rng = random.Random(seed)
-    tasks = all_tasks()
+    world, text = scienceworld_text()
+    tasks = world.tasks()
     weights = [w for _, _, w in TAG_MIX]
     for i in range(n):
         task = rng.choice(tasks)
-        obj, other = rng.sample(OBJECTS, 2)
-        verb = rng.choice(VERBS)
+        obj, other = rng.sample(text.objects, 2)
+        verb = rng.choice(text.verbs)
         tag, subtag, _ = rng.choices(TAG_MIX, weights)[0]
         before = rng.randrange(0, 90)
         after = before if tag == "avoidance" else before + rng.choice((8, 17, 25))
         yield MemoryRecord(
             task_id=task.task_id,
             task_name=task.name,
-            task_family=task.swiftsage_id.split("-")[0],
+            task_family=world.family(task.task_id),
             episode_id=f"{episode_prefix}-{task.task_id}-{i // 50}",
             step=i % 50 + 1,
-            room=rng.choice(ROOMS),
-            inventory=", ".join(rng.sample(OBJECTS, rng.randrange(0, 3))) or "empty",
-            recent=(f"go to {rng.choice(ROOMS)} -> You move to the {rng.choice(ROOMS)}.",),
+            room=rng.choice(text.rooms),
+            inventory=", ".join(rng.sample(text.objects, rng.randrange(0, 3))) or "empty",
+            recent=(text.recent_move.format(room=rng.choice(text.rooms), other=rng.choice(text.rooms)),),
             action=f"{verb} {obj}",
-            observation=rng.choice(OBSERVATIONS).format(o=obj, p=other),
+            observation=rng.choice(text.observations).format(o=obj, p=other),
             score_before=before,
             score_after=after,
             tag=tag,
@@ -110,14 +104,15 @@ def synthetic_records(n: int, seed: int = 0, episode_prefix: str = "bench") -> I
 def synthetic_queries(n: int, seed: int = 1) -> list[tuple[str, str, tuple[str, ...]]]:
     """(state text, task name, tags) triples shaped like the retriever's T1/T4 calls."""
     rng = random.Random(seed)
-    names = [t.name for t in all_tasks()]
+    world, sample = scienceworld_text()
+    names = [t.name for t in world.tasks()]
     tag_sets: tuple[tuple[str, ...], ...] = (("success",), ("success", "near-miss"))
     out = []
     for _ in range(n):
-        obj, other = rng.sample(OBJECTS, 2)
+        obj, other = rng.sample(sample.objects, 2)
         text = (
-            f"{rng.choice(VERBS)} {obj} {rng.choice(OBSERVATIONS).format(o=obj, p=other)} "
-            f"{rng.choice(ROOMS)} {other} {rng.choice(names).replace('-', ' ')}"
+            f"{rng.choice(sample.verbs)} {obj} {rng.choice(sample.observations).format(o=obj, p=other)} "
+            f"{rng.choice(sample.rooms)} {other} {rng.choice(names).replace('-', ' ')}"
         )
         out.append((text, rng.choice(names), rng.choice(tag_sets)))
     return out
@@ -127,22 +122,25 @@ def structured_queries(n: int, seed: int = 2) -> list[str]:
     """Search texts shaped like the paper profile's (``retrieval.authors_query``): task, state line,
     intent lines of a rung, the last five actions and observations."""
     rng = random.Random(seed)
-    names = [t.name for t in all_tasks()]
+    world, sample = scienceworld_text()
+    names = [t.name for t in world.tasks()]
     intents = list(QUERY_INTENTS.values())
     out = []
     for _ in range(n):
-        objs = rng.sample(OBJECTS, 7)
+        objs = rng.sample(sample.objects, 7)
         intent = rng.choice(intents)
         task = rng.choice(names).replace("-", " ")
-        actions = [f"{rng.choice(VERBS)} {o}" for o in objs[:5]]
-        obs = [rng.choice(OBSERVATIONS).format(o=o, p=objs[5]) for o in objs[:5]]
+        actions = [f"{rng.choice(sample.verbs)} {o}" for o in objs[:5]]
+        obs = [rng.choice(sample.observations).format(o=o, p=objs[5]) for o in objs[:5]]
+        description = sample.task_description.format(
+            task=task, o=objs[5], p=objs[6], room=rng.choice(sample.rooms)
+        )
         out.append(
             "\n".join(
                 [
-                    f'TASK: "Your task is to {task} the {objs[5]}. First, focus on the {objs[5]}. Then, '
-                    f'move it to the {objs[6]} in the {rng.choice(ROOMS)}."',
-                    f"STATE: room={rng.choice(ROOMS)}; inventory=[{objs[6]}]; recent_reward=[0.0, 0.0]; "
-                    "current_score=0.0;",
+                    f'TASK: "{description}"',
+                    f"STATE: room={rng.choice(sample.rooms)}; inventory=[{objs[6]}]; "
+                    "recent_reward=[0.0, 0.0]; current_score=0.0;",
                     f'ACTION_CONTEXT: "{intent.intent}"',
                     f"RECENT_ACTIONS: {json.dumps(actions)}",
                     f"RECENT_OBS: {json.dumps(obs)}",

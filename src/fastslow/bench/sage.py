@@ -31,11 +31,8 @@ from typing import Any
 from fastslow.config import RunConfig
 from fastslow.controller.sage import PlanRequest, Sage, SagePlan
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.episodes import select_episodes
-from fastslow.env.scienceworld.tasks import get_task
-from fastslow.env.scienceworld.valid import authors_failed
-from fastslow.env.scienceworld.world import SEMANTICS
+from fastslow.env.config import DEFAULT_WORLD, EnvConfig
+from fastslow.env.world import get_world
 from fastslow.events import EventSink, ListSink, ModelCall
 from fastslow.models import ChatModel, Completion, Message, make_model
 from fastslow.models.base import call_model
@@ -64,15 +61,20 @@ class FixtureRounds:
 def fixture_rounds(simplification: str = "easy") -> FixtureRounds:
     """Replay the fixture episode on a fresh JVM: the two rounds' requests, each on its own copy of the
     trajectory (the steps after a round do not change it), with the gold action taken next as the
-    instinct."""
-    episode = select_episodes("dev", tasks=str(TASK), limit_per_task=1)[0]
-    env = ScienceWorldAdapter(simplification=simplification)
+    instinct. The failures a request lists are the steps the authors' failure test
+    (``WorldSemantics.authors``) calls failed, as their loop collects them."""
+    world = get_world(DEFAULT_WORLD)
+    authors = world.semantics.authors
+    if authors is None:  # ScienceWorld's semantics always carry the authors' profile
+        raise RuntimeError(f"world {world.name} has no authors' profile")
+    episode = world.select("dev", tasks=str(TASK), limit_per_task=1)[0]
+    env = world.make_env(EnvConfig(simplification=simplification))
     try:
         env.reset(TASK, episode.variation, gold=True)
         path = rewrite_for_easy(env.gold_actions) if simplification == "easy" else list(env.gold_actions)
         result = env.reset(TASK, episode.variation)
         traj = Trajectory(
-            TASK, get_task(TASK).name, episode.variation, result.task_description, result, SEMANTICS
+            TASK, world.task(TASK).name, episode.variation, result.task_description, result, world.semantics
         )
         failures: list[Turn] = []
         taken: list[str] = []
@@ -90,7 +92,7 @@ def fixture_rounds(simplification: str = "easy") -> FixtureRounds:
             result = env.step(valid)
             traj.record(valid, "oracle", result)
             taken.append(valid)
-            if authors_failed(traj.turns[-1].observation):
+            if authors.failed(traj.turns[-1].observation):
                 failures.append(traj.turns[-1])
     finally:
         env.close()

@@ -34,11 +34,8 @@ from fastslow.agents import EarlyStop, EpisodeContext
 from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.tasks import get_task
-from fastslow.env.scienceworld.wrappers import ValidFilter
 from fastslow.env.world import get_world
-from fastslow.env.wrappers import Env, TimeLimit
+from fastslow.env.wrappers import TimeLimit
 from fastslow.eval.rundir import store_config
 from fastslow.events import JsonlWriter
 
@@ -126,19 +123,15 @@ def bench_step(
         # AMM configs get a store of their own in the temp dir, as an eval gets DIR/memory.sqlite.
         config = store_config(config, Path(tmp))
         agent = make_agent(config)
-        adapter = ScienceWorldAdapter(
-            config.env.simplification,
-            jvm_timeout_s=config.env.jvm_timeout_s,
-            hash_codes=config.env.hash_codes,
-        )
-        inner: Env = ValidFilter(adapter) if config.env.valid_filter == "authors" else adapter
-        env = TimeLimit(inner, config.env.step_limit)
+        # The world's adapter under its own wrappers (ScienceWorld's authors' filter), as a run plays.
+        world = get_world(config.env.world)
+        env = TimeLimit(world.wrap(world.make_env(config.env), config.env), config.env.step_limit)
         try:
             first = episodes[0]
             # Starts the JVM and loads its classes: not a reset anyone waits for per episode.
             env.reset(first.task_id, first.variation)
             for episode in episodes:
-                info = get_task(episode.task_id)
+                info = world.task(episode.task_id)
                 for _ in range(resets):
                     t0 = clock()
                     state = env.reset(episode.task_id, episode.variation, gold=agent.needs_gold)
@@ -150,7 +143,7 @@ def bench_step(
                         episode.variation,
                         episode.episode_id,
                         sink,
-                        get_world(config.env.world).semantics,
+                        world.semantics,
                         env.gold_actions,
                         "bench",
                     )

@@ -1,11 +1,11 @@
 """``fastslow bench swift``: milliseconds per Swift decision at ~3,000 valid actions (paper §3, Swift).
 
 Swift is the fast path of the dual-process loop, so its decision must cost far less than the ~25-30 ms
-env step. The benchmark gathers real valid actions by teleporting through the rooms of a ScienceWorld
-task until about ``n_actions`` distinct ones are known, then times full decisions (features, scoring,
-top-k, and the Swift-only safety policy) on that state while the history grows step by step, a
-different valid action each step. The first decision, which hashes every action string once, is
-reported apart (``cold_first_ms``).
+env step. The benchmark gathers real valid actions by moving through the rooms of a ScienceWorld task
+(its teleports: the world's ``exploration_moves``) until about ``n_actions`` distinct ones are known,
+then times full decisions (features, scoring, top-k, and the Swift-only safety policy) on that state
+while the history grows step by step, a different valid action each step. The first decision, which
+hashes every action string once, is reported apart (``cold_first_ms``).
 """
 
 from __future__ import annotations
@@ -18,27 +18,29 @@ import numpy as np
 
 from fastslow.core.proposal import Proposer
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.tasks import get_task
-from fastslow.env.scienceworld.world import SEMANTICS
+from fastslow.env.config import DEFAULT_WORLD, EnvConfig
+from fastslow.env.world import WorldEnv, get_world
 from fastslow.swift.policy import SafetyPolicy
 
 
-def gather_actions(env: ScienceWorldAdapter, task: int, n_actions: int) -> tuple[Trajectory, list[str]]:
-    """A trajectory on ``task`` and ~n_actions distinct real valid actions seen along it.
+def gather_actions(env: WorldEnv, task: int, n_actions: int) -> tuple[Trajectory, list[str]]:
+    """A trajectory on variation 0 of ScienceWorld's ``task`` (``env`` is a ScienceWorld adapter) and
+    ~n_actions distinct real valid actions seen along it.
 
     Rooms of ``task`` are visited first; if they hold fewer actions, the rooms of the following
     tasks are visited too (a kitchen with every object of several tasks).
     """
-    info = get_task(task)
+    world = get_world(DEFAULT_WORLD)
+    info, n_tasks = world.task(task), len(world.tasks())
     first = env.reset(task, 0)
-    traj = Trajectory(info.task_id, info.name, 0, first.task_description, first, SEMANTICS)
+    traj = Trajectory(info.task_id, info.name, 0, first.task_description, first, world.semantics)
     seen = dict.fromkeys(first.valid_actions)
-    for other in range(task, task + 30):
+    for other in range(task, task + n_tasks):
         if len(seen) >= n_actions:
             break
-        start = first if other == task else env.reset(other % 30, 0)
-        for action in [a for a in start.valid_actions if a.startswith("teleport to ")]:
+        start = first if other == task else env.reset(other % n_tasks, 0)
+        # Every room the state offers a move to (nothing counts as visited): ScienceWorld's teleports.
+        for action in world.semantics.exploration_moves(start.look, start.valid_actions, ()):
             if len(seen) >= n_actions:
                 break
             result = env.step(action)
@@ -51,7 +53,8 @@ def gather_actions(env: ScienceWorldAdapter, task: int, n_actions: int) -> tuple
 def bench_swift(
     proposer: Proposer, policy: SafetyPolicy, task: int = 0, n_actions: int = 3000, decisions: int = 200
 ) -> dict[str, Any]:
-    with ScienceWorldAdapter(simplification="easy") as env:
+    # The default env settings: the "easy" simplification (teleports), constant hash codes.
+    with get_world(DEFAULT_WORLD).make_env(EnvConfig()) as env:
         traj, actions = gather_actions(env, task, n_actions)
     base = replace(traj.current, valid_actions=tuple(actions))
     traj.current = base

@@ -117,15 +117,17 @@ class Timestep:
 
 
 def top_prediction(proposal: Proposal, traj: Trajectory) -> RankedAction | None:
-    """Swift's top prediction as the authors take it: the next one when it repeats a ``wait`` right
-    after a wait."""
+    """Swift's top prediction as the authors take it: the next one when it repeats a wait (the world's
+    first idle action, ``WorldSemantics.idle_actions``, as a prefix) right after a wait."""
     candidates: Sequence[RankedAction] = proposal.candidates
     turns = traj.turns
+    idle = traj.semantics.idle_actions[:1]
     if (
-        candidates
+        idle
+        and candidates
         and turns
-        and turns[-1].action.startswith("wait")
-        and candidates[0].action.startswith("wait")
+        and turns[-1].action.startswith(idle[0])
+        and candidates[0].action.startswith(idle[0])
     ):
         candidates = candidates[1:]
     return candidates[0] if candidates else None

@@ -7,10 +7,10 @@ results. ``escalation.SwiftSageArbiter`` is SwiftSage as described; this module 
 used by the ``paper*``, ``baseline``, ``amm``, ``srm`` and ``full`` configurations (docs/fidelity.md,
 rows A1-A9):
 
-- Swift is judged on its top prediction only, after the authors' rewrites (``env.valid.rewrite``); a
+- Swift is judged on its top prediction only, after the authors' rewrites (``AuthorsProfile.rewrite``); a
   top prediction repeating a ``wait`` right after a wait gives way to the next one.
 - Forcing rules (they ignore the cooldown): two loop iterations without an env step, two failure
-  messages since Sage last ran (cumulative, the authors' strict phrase test ``env.valid.authors_failed``),
+  messages since Sage last ran (cumulative, the authors' strict phrase test ``AuthorsProfile.failed``),
   or - without SRM - a Swift focus tried before Sage has focused (``FocusGate``).
 - No valid Swift action: Sage at once, unless Sage ran in the last two steps; a valid one: Sage only on
   no progress (enough actions, Sage not recent, no reward lately, the action repeats a recent one).
@@ -20,12 +20,12 @@ rows A1-A9):
 - Nothing invalid is executed: held-back Sage -> the first valid of Swift's top three non-focus
   predictions, else the nearest valid action by embedding; Sage's failure -> the nearest valid action to
   Swift's top; Sage already ran this step and nothing it planned can run -> the authors' deterministic
-  fallback (``env.valid.deterministic_fallback``).
+  fallback (``AuthorsProfile.deterministic_fallback``).
 - With SRM's authors profile (``srm.gate.drop_as_failure``, paper §3.2), a valid Swift action Gate-1
   drops is a failure message (``GATE_INVALID:<reason>``) and the iteration ends without an env step,
   so the no-step rule forces Sage on the next one; a second drop in the same env step is their
   gate-drop loop: Sage is forced once more (past the consecutive-call limit and the LoopGuard) if it has
-  not run for this step, else their loop-break fallback runs (``LOOPBREAK_ACTIONS``).
+  not run for this step, else their loop-break fallback runs (``AuthorsProfile.loopbreak_actions``).
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ from typing import Literal
 from fastslow.agents.base import Decision
 from fastslow.controller.arbiter import Block, Chosen, P, Rule, SageMiss, Timestep, branch, top_prediction
 from fastslow.controller.config import EscalationConfig
+from fastslow.core.authors import AuthorsProfile
 from fastslow.core.hooks import NO_ACTIONS, BufferActions, Candidate, LoopHook, StepDone, StepView, refuse
 from fastslow.core.proposal import Proposal
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Turn
-from fastslow.env.scienceworld import valid
-from fastslow.env.scienceworld.semantics import FOCUS
+from fastslow.errors import UsageError
 
 STUCK_K = 3
 """The LoopGuard's streak length (the authors' ``STUCK_K``)."""
@@ -52,14 +53,11 @@ SAME_STATE_REPLANS = 2
 """Sage replanning this many times in one state counts as stuck (the LoopGuard)."""
 GATE_DROP_LOOP = 2
 """Gate-1 drops of Swift's action in one env step that make the authors' gate-drop loop."""
-LOOPBREAK_ACTIONS = ("look around", "inventory", "wait")
-"""The authors' loop-break fallback after a gate-drop loop with Sage already run for the step: the first
-of these that is valid and passes Gate-1 (none valid: the deterministic fallback's pick)."""
 
 
-def state_signature(result: StepResult) -> tuple[str, str, str]:
+def state_signature(result: StepResult, profile: AuthorsProfile) -> tuple[str, str, str]:
     """The authors' "same state" for Sage replans: room, look (200 chars), inventory (80 chars)."""
-    return (valid.current_room(result.look) or "", result.look[:200], result.inventory[:80])
+    return (profile.current_room(result.look) or "", result.look[:200], result.inventory[:80])
 
 
 @dataclass
@@ -68,6 +66,10 @@ class AuthorsArbiter:
     loop, the rules that read them, and their fallbacks."""
 
     cfg: EscalationConfig
+    profile: AuthorsProfile
+    """The world's authors' rules (``WorldSemantics.authors``)."""
+    commitment: str
+    """The world's commitment verb their focus rules count (``WorldSemantics.commitment_verb``)."""
     actions: list[str] = field(default_factory=list)
     rewards: list[int] = field(default_factory=list)
     failures: list[Turn] = field(default_factory=list)
@@ -108,12 +110,17 @@ class AuthorsArbiter:
 
     @staticmethod
     def for_episode(
-        cfg: EscalationConfig, focus_gate: bool, task_id: int, description: str
+        cfg: EscalationConfig, semantics: WorldSemantics, focus_gate: bool, task_id: int, description: str
     ) -> AuthorsArbiter:
-        """The arbiter of one episode; with ``focus_gate`` its ``FocusGate`` is the first hook."""
-        arbiter = AuthorsArbiter(cfg)
+        """The arbiter of one episode; with ``focus_gate`` its ``FocusGate`` is the first hook.
+        ``UsageError`` in a world without the authors' profile or a commitment verb (configuration
+        checks refuse ``controller.loop: authors`` there before a run starts)."""
+        profile, commitment = semantics.authors, semantics.commitment_verb
+        if profile is None or commitment is None:
+            raise UsageError(f"the authors' loop does not exist for {semantics.name}")
+        arbiter = AuthorsArbiter(cfg, profile, commitment)
         if focus_gate:
-            arbiter.focus = FocusGate(task_id, description)
+            arbiter.focus = FocusGate(task_id, description, profile, commitment)
             arbiter.hooks = (arbiter.focus,)
         return arbiter
 
@@ -205,7 +212,7 @@ class AuthorsArbiter:
         return None
 
     def sage_called(self, step: int, result: StepResult) -> None:
-        state = state_signature(result)
+        state = state_signature(result, self.profile)
         self.sage_calls += 1
         self.sage_calls_this_step += 1
         self.last_sage_step = step
@@ -265,7 +272,7 @@ class AuthorsArbiter:
         reason = f"{rule.value} but sage {blocked.value}"
         if blocked is Block.PER_STEP:
             return self.exhausted(reason, now)
-        trial = now.first([c for c in proposal.candidates if not c.action.startswith(FOCUS)][:3])
+        trial = now.first([c for c in proposal.candidates if not c.action.startswith(self.commitment)][:3])
         if trial is not None:
             return trial.decision(f"{reason}: {trial.actor}'s first valid non-focus prediction")
         return self._nearest(proposal, f"{reason}: no valid swift prediction", now)
@@ -291,10 +298,10 @@ class AuthorsArbiter:
     def exhausted(self, reason: str, now: Timestep) -> Decision:
         """The authors' deterministic fallback (look around, inventory, a move, else the first action)."""
         result = now.view.result
-        room = valid.current_room(result.look)
+        room = self.profile.current_room(result.look)
         left = set(result.valid_actions)
         for _ in range(5):  # a hook (Gate-1) may refuse the pick: the next one in the same order
-            pick = valid.deterministic_fallback(left, room)
+            pick = self.profile.deterministic_fallback(left, room)
             if pick is None:
                 break
             action = now.resolver.resolve(pick, "swift", now.view)
@@ -315,7 +322,7 @@ class AuthorsArbiter:
         actions = list(result.valid_actions)
         if top is None or not actions:
             return self.exhausted(f"{reason}; no prediction to search from", now)
-        query = valid.rewrite(top.action, now.view.valid_set, result.look, result.inventory)
+        query = self.profile.rewrite(top.action, now.view.valid_set, result.look, result.inventory)
         embedder = default_embedder("auto")
         sums = similarity_sums([query], actions, embedder)
         # Best first; a stable sort keeps the valid set's order among equal scores.
@@ -330,9 +337,10 @@ class AuthorsArbiter:
         that is valid and passes the hooks, else the deterministic fallback's pick (None: nothing
         passes, the iteration ends without a step)."""
         result = now.view.result
-        picks = [a for a in LOOPBREAK_ACTIONS if a in result.valid_actions]
+        picks = [a for a in self.profile.loopbreak_actions if a in result.valid_actions]
         if not picks:
-            pick = valid.deterministic_fallback(set(result.valid_actions), valid.current_room(result.look))
+            room = self.profile.current_room(result.look)
+            pick = self.profile.deterministic_fallback(set(result.valid_actions), room)
             picks = [pick] if pick is not None else []
         action = now.resolver.first(picks, "swift", now.view)
         return Chosen(action, "fallback") if action is not None else None
@@ -345,7 +353,7 @@ class AuthorsArbiter:
             self._swift_acted()
         self.actions.append(action)
         self.rewards.append(reward)
-        if valid.authors_failed(observation):
+        if self.profile.failed(observation):
             self.failures.append(Turn(step, action, source, observation, 0, reward))
         self.no_reward_streak = self.no_reward_streak + 1 if reward <= 0 else 0
         obs = " ".join(observation.split())  # the authors compare sanitised text: whitespace aside
@@ -353,7 +361,7 @@ class AuthorsArbiter:
         self.repeat_obs_streak = self.repeat_obs_streak + 1 if obs == self._last_obs else 1
         self.repeat_action_streak = self.repeat_action_streak + 1 if norm == self._last_action else 1
         self._last_obs, self._last_action = obs, norm
-        waiting = norm.startswith("wait") or norm.startswith("use thermometer on")
+        waiting = self.profile.waits(norm)
         reason = None
         if self.repeat_obs_streak >= STUCK_K and self.no_reward_streak >= STUCK_K:
             reason = f"the same observation {self.repeat_obs_streak} times without reward"
@@ -374,12 +382,14 @@ class FocusGate(LoopHook):
 
     Before Sage has focused, a Swift focus runs only if its target names one of the task's focus targets
     (``focus on X`` phrases of the description) or on Swift's third focus try; once the task's focus
-    count of rewarded focus actions is reached (``env.valid.FOCUS_COUNT``, or the description's number of
-    "focus" if larger), every further focus is dropped."""
+    count of rewarded focus actions is reached (``AuthorsProfile.focus_limit``: ScienceWorld's
+    ``valid.FOCUS_COUNT``, or the description's number of "focus" if larger), every further focus is
+    dropped."""
 
-    def __init__(self, task_id: int, description: str) -> None:
-        self.targets = [valid.clean_unknown_substance(t) for t in valid.focus_targets(description)]
-        self.limit = valid.focus_limit(task_id, description)
+    def __init__(self, task_id: int, description: str, profile: AuthorsProfile, commitment: str) -> None:
+        self.profile, self.commitment = profile, commitment
+        self.targets = [profile.clean_unknown_substance(t) for t in profile.focus_targets(description)]
+        self.limit = profile.focus_limit(task_id, description)
         self.swift_tries = 0
         self.sage_focused = False
         self.useful: list[str] = []
@@ -390,20 +400,20 @@ class FocusGate(LoopHook):
 
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
         action = candidate.answers or candidate.action
-        if action is None or not action.startswith(FOCUS):
+        if action is None or not action.startswith(self.commitment):
             return candidate
         if self.done:
             return refuse(candidate, "focus_done")
         if candidate.source != "swift" or self.sage_focused:
             return candidate
         self.swift_tries += 1
-        named = any(t in valid.clean_unknown_substance(action) for t in self.targets)
+        named = any(t in self.profile.clean_unknown_substance(action) for t in self.targets)
         if named or self.swift_tries >= FOCUS_FREE_TRIES:
             return candidate
         return refuse(candidate, "focus_gate")
 
     def after_step(self, step: StepDone) -> BufferActions:
-        if step.action.startswith(FOCUS):
+        if step.action.startswith(self.commitment):
             if step.source == "sage":
                 self.sage_focused = True
             if step.result.reward > 0:

@@ -11,8 +11,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fastslow.env.scienceworld.grounding import Grounder
-from fastslow.env.scienceworld.semantics import TELEPORT
+from fastslow.controller.grounding import Grounder
 from fastslow.vocab import StepSource
 
 MAX_DEFERRALS = 3
@@ -80,12 +79,14 @@ class ActionBuffer:
         admit: Callable[[Buffered], str | None],
         limit: int = 0,
         defer: Callable[[Buffered], bool] | None = None,
+        relocates: Callable[[str], bool] | None = None,
     ) -> PopResult:
         """The next buffered action ``admit`` turns into an executable one (grounding, then SRM Gate-1
         when it is on); the items it refuses are popped and reported as skipped. ``limit`` > 0: at most
         that many items are tried (the rest stays for the caller to keep or clear). ``defer``: a refused
-        item it approves is moved right after the next teleport still in the buffer, instead of dropped
-        (at most ``MAX_DEFERRALS`` times per call; with no teleport left it is dropped)."""
+        item it approves is moved right after the next relocation still in the buffer (``relocates``: the
+        authors' profile's, ScienceWorld's teleport), instead of dropped (at most ``MAX_DEFERRALS`` times
+        per call; with none left, or no ``relocates``, it is dropped)."""
         skipped: list[Buffered] = []
         deferred: list[Buffered] = []
         tried = 0
@@ -96,10 +97,10 @@ class ActionBuffer:
             if action is not None:
                 found = Buffered(action, item.source, item.expected, item.reason)
                 return PopResult(found, tuple(skipped), tuple(deferred))
-            if defer is not None and len(deferred) < MAX_DEFERRALS and defer(item):
-                teleport = next((i for i, b in enumerate(self._items) if b.action.startswith(TELEPORT)), None)
-                if teleport is not None:
-                    self._items.insert(teleport + 1, item)
+            if relocates is not None and defer is not None and len(deferred) < MAX_DEFERRALS and defer(item):
+                move = next((i for i, b in enumerate(self._items) if relocates(b.action)), None)
+                if move is not None:
+                    self._items.insert(move + 1, item)
                     deferred.append(item)
                     continue
             skipped.append(item)

@@ -72,8 +72,9 @@ class SageRunConfig(StrictModel):
     """swiftsage: a system message with the action forms, then SwiftSage's five questions over the last
     ``history_turns`` steps, and a grounding call asking for numbered actions, parsed leniently and retried
     ``parse_retries`` times (``prompts/sage_plan.j2``, ``sage_ground.j2``). authors: the paper authors'
-    prompts (``controller/sage_authors.py``, ``prompts/sage_authors_*.j2``): one user message each, with
-    demo trajectories of the task from train gold paths (``controller/demos.py``), their cleaned history,
+    prompts (ScienceWorld's ``AuthorsProfile``: ``env/scienceworld/authors_prompts.py``,
+    ``prompts/sage_authors_*.j2``): one user message each, with demo trajectories of the task from train
+    gold paths (``env/scienceworld/demos.py``), their cleaned history,
     the looks of other visited rooms, what was focused on, Swift's valid top prediction as an "instinct",
     the failure messages since Sage last ran, the five questions with the task's focus whitelist, and a
     grounding reply in FUNC(args) form of which the first ``parse_lines`` lines are read."""
@@ -88,6 +89,11 @@ class SageRunConfig(StrictModel):
     """Most recent failed actions listed in the planning prompt."""
     swift_candidates: int = Field(default=3, ge=0)
     """Swift's top candidates shown to Sage as a suggestion."""
+    demo: bool = False
+    """swiftsage: show Sage, after the task, one solved train episode of the task's game as
+    ``action -> observation`` lines (``World.sage_demos``: TextWorldExpress's, built from its train gold
+    paths by ``fastslow data sage-demos --world textworldexpress``). A world without such demos refuses
+    it (ScienceWorld's demos are the authors' profile's, in their FUNC grammar: ``prompt: authors``)."""
     plan_max_tokens: int = Field(default=384, ge=1)
     """Cap on tokens the planning call may generate."""
     ground_max_tokens: int = Field(default=256, ge=1)

@@ -58,7 +58,6 @@ from fastslow.core.hooks import (
 from fastslow.core.proposal import Proposal, Proposer
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.scienceworld import valid
 from fastslow.events import (
     BufferClear,
     BufferPop,
@@ -98,7 +97,7 @@ def make_arbiter(
     arbiters: dict[str, Callable[[], Arbiter]] = {
         "swiftsage": lambda: SwiftSageArbiter(cfg.escalation, ctx.semantics, markers),
         "authors": lambda: AuthorsArbiter.for_episode(
-            cfg.escalation, cfg.focus_gate, ctx.task.task_id, first.task_description
+            cfg.escalation, ctx.semantics, cfg.focus_gate, ctx.task.task_id, first.task_description
         ),
     }
     return arbiters[cfg.loop]()
@@ -348,11 +347,12 @@ class SwiftSageAgent:
         with ``buffer.expected_alias`` a head is tried once more as its expected observation when that
         text is itself an action (the authors' guessed-observation alias); with
         ``buffer.defer_unseen_focus`` a focus on a target not seen yet waits for the next teleport."""
-        alias = self.cfg.buffer.expected_alias
+        profile = self._traj().semantics.authors
+        alias = self.cfg.buffer.expected_alias and profile is not None
 
         def admit(item: Buffered) -> str | None:
             action = self.resolver.resolve(item.action, item.source, view)
-            if action is None and alias and valid.is_action_text(item.expected):
+            if action is None and alias and profile is not None and profile.is_action_text(item.expected):
                 action = self.resolver.resolve(item.expected.lower(), item.source, view)
             return action
 
@@ -363,7 +363,12 @@ class SwiftSageAgent:
             return self.resolver.ground(item.action, view) is None
 
         defer = unseen_focus if self.cfg.buffer.defer_unseen_focus else None
-        popped = self.buffer.pop_admitted(admit, limit=self.cfg.buffer.scan_limit, defer=defer)
+        popped = self.buffer.pop_admitted(
+            admit,
+            limit=self.cfg.buffer.scan_limit,
+            defer=defer,
+            relocates=profile.relocates if profile is not None else None,
+        )
         self.sink.emit(
             BufferPop(
                 step=view.result.steps,

@@ -15,23 +15,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from fastslow.env.scienceworld.func_actions import from_func, func_call_pattern
-from fastslow.env.scienceworld.semantics import ACTION_WORD
+from fastslow.core.authors import AuthorsProfile
+from fastslow.core.semantics import PromptFacts, WorldSemantics
 from fastslow.models import CHARS_PER_TOKEN
 from fastslow.models.shape import ListShape
 
-# FUNC(args) names whose two arguments ScienceWorld joins with a preposition ("move A to B").
-_JOINERS = {
-    "move": "to",
-    "connect": "to",
-    "pour": "into",
-    "dunk": "into",
-    "use": "on",
-    "put": "in",
-}
 _FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
 _ITEM = re.compile(
     r"^\s*(?:[-*•]\s*)?(?:\(?\d{1,2}[.):]\)?|\(?\d{1,2}\s*-|step\s*\d{1,2}\s*[:.)-]|action\s*\d{1,2}\s*[:.)-])\s*(.*)$",
@@ -52,40 +43,6 @@ _PROSE = re.compile(
     r"^(?:here|these|this|the following|i will|i'll|let's|note|sure|okay|ok)\b", re.IGNORECASE
 )
 
-# First words of ScienceWorld actions (and common paraphrases): an unnumbered one-line reply counts as
-# an action only if it starts with one, so a sentence of prose is not executed.
-_VERBS = frozenset(
-    [
-        "look",
-        "teleport",
-        "go",
-        "open",
-        "close",
-        "activate",
-        "deactivate",
-        "pick",
-        "put",
-        "move",
-        "pour",
-        "dunk",
-        "mix",
-        "connect",
-        "disconnect",
-        "use",
-        "eat",
-        "flush",
-        "wait",
-        "wait1",
-        "wait2",
-        "focus",
-        "read",
-        "inventory",
-        "task",
-        "examine",
-        "take",
-    ]
-)
-
 
 @dataclass(frozen=True)
 class ParsedAction:
@@ -95,8 +52,9 @@ class ParsedAction:
     """The observation the model expects (empty if it gave none)."""
 
 
-def func_to_text(text: str) -> str:
-    """``MOVE(apple, table)`` -> ``move apple to table``; plain text is returned unchanged."""
+def func_to_text(text: str, joiners: Sequence[tuple[str, str]]) -> str:
+    """``MOVE(apple, table)`` -> ``move apple to table`` (``joiners``: the world's
+    ``PromptFacts.func_joiners``); plain text is returned unchanged."""
     match = _FUNC.match(text.strip())
     if not match:
         return text
@@ -105,20 +63,18 @@ def func_to_text(text: str) -> str:
     if not args:
         return name
     if len(args) >= 2:
-        joiner = _JOINERS.get(name.split()[0], "")
-        if name == "use":
-            joiner = "on"
+        joiner = dict(joiners).get(name.split()[0], "")
         middle = f" {joiner} " if joiner else " "
         return f"{name} {args[0]}{middle}{' '.join(args[1:])}"
     return f"{name} {args[0]}"
 
 
-def _clean(action: str) -> str:
+def _clean(action: str, facts: PromptFacts) -> str:
     previous = None
     while previous != action:  # unwrap `"x".` and **x** in any nesting order
         previous = action
         action = _WRAP.sub("", action.strip().rstrip(" .;,")).strip()
-    action = func_to_text(action)
+    action = func_to_text(action, facts.func_joiners)
     return " ".join(action.rstrip(" .;,").split())
 
 
@@ -129,7 +85,7 @@ def _split_expected(body: str) -> tuple[str, str]:
     return body, ""
 
 
-def _from_json(text: str) -> list[ParsedAction] | None:
+def _from_json(text: str, facts: PromptFacts) -> list[ParsedAction] | None:
     start, end = text.find("["), text.rfind("]")
     if start < 0 or end <= start:
         return None
@@ -142,10 +98,10 @@ def _from_json(text: str) -> list[ParsedAction] | None:
     out: list[ParsedAction] = []
     for item in data:
         if isinstance(item, str):
-            out.append(ParsedAction(_clean(item)))
+            out.append(ParsedAction(_clean(item, facts)))
         elif isinstance(item, dict) and isinstance(item.get("action"), str):
             expected = item.get("expected") or item.get("expected_observation") or ""
-            out.append(ParsedAction(_clean(item["action"]), str(expected)))
+            out.append(ParsedAction(_clean(item["action"], facts), str(expected)))
     return [a for a in out if a.action] or None
 
 
@@ -155,13 +111,15 @@ def _looks_like_action(text: str) -> bool:
     return 0 < len(words) <= 14 and not _PROSE.match(text) and not text.endswith(":")
 
 
-def parse_actions(text: str) -> list[ParsedAction]:
-    """Actions in a grounding reply, in order; [] when none can be found."""
+def parse_actions(text: str, semantics: WorldSemantics) -> list[ParsedAction]:
+    """Actions in a grounding reply, in order; [] when none can be found. The world's
+    ``prompt_facts`` say how its SwiftSage-style calls read and which first words make an action."""
+    facts = semantics.prompt_facts
     if not text or not text.strip():
         return []
     fenced = _FENCE.findall(text)
     body = "\n".join(fenced) if fenced else text
-    as_json = _from_json(body)
+    as_json = _from_json(body, facts)
     if as_json is not None:
         return as_json
     numbered: list[ParsedAction] = []
@@ -183,7 +141,7 @@ def parse_actions(text: str) -> list[ParsedAction]:
             if match:
                 inner = _ACTION_LABEL.match(match.group(1))
                 action, expected = _split_expected(inner.group(1) if inner else match.group(1))
-                action = _clean(action)
+                action = _clean(action, facts)
                 if _looks_like_action(action):
                     found.append(ParsedAction(action, expected.strip()))
                 break
@@ -194,8 +152,8 @@ def parse_actions(text: str) -> list[ParsedAction]:
     lines = [ln for ln in body.splitlines() if ln.strip()]
     if len(lines) == 1:
         action, expected = _split_expected(lines[0])
-        action = _clean(action)
-        if _looks_like_action(action) and action.split()[0].lower() in _VERBS:
+        action = _clean(action, facts)
+        if _looks_like_action(action) and action.split()[0].lower() in facts.first_words:
             return [ParsedAction(action, expected.strip())]
     return []
 
@@ -205,7 +163,7 @@ class PlanFormatError(ValueError):
     round ends as a planning error, and so does ours."""
 
 
-def parse_authors(text: str, max_lines: int = 5) -> list[ParsedAction]:
+def parse_authors(text: str, semantics: WorldSemantics, max_lines: int = 5) -> list[ParsedAction]:
     """Actions of a grounding reply read as the paper's authors read it (no retry follows).
 
     Only the first ``max_lines`` lines count. A line mentioning "repeat" appends the last two parsed
@@ -215,14 +173,19 @@ def parse_authors(text: str, max_lines: int = 5) -> list[ParsedAction]:
     a ":", a "(" and a ")": the action is the text between the first ":" and the last ")", converted
     from FUNC form (``from_func``; a line it cannot convert is skipped), and the expected observation is
     what follows the last "-->" ("None" without one, their placeholder). Raises ``PlanFormatError`` on a
-    "repeat" line before any action (their reader fails there)."""
+    "repeat" line before any action (their reader fails there). The FUNC grammar and the wait are the
+    world's (``semantics.authors``, ``semantics.idle_actions``)."""
+    profile = semantics.authors
+    if profile is None:
+        raise PlanFormatError(f"the authors' reader does not exist for {semantics.name}")
+    idle = semantics.idle_actions[:1]
     actions: list[str] = []
     expected: list[str] = []
     for line in text.split("\n")[:max_lines]:
         if "repeat" in line.lower():
             if not actions:
                 raise PlanFormatError(f"a repeat line before any action: {line.strip()!r}")
-            chunk = actions[-3:] if "wait" in actions[-1].lower() else actions[-2:]
+            chunk = actions[-3:] if idle and idle[0] in actions[-1].lower() else actions[-2:]
             seen = expected[-3:]
             actions += chunk * 5
             expected += seen * 5
@@ -233,7 +196,7 @@ def parse_authors(text: str, max_lines: int = 5) -> list[ParsedAction]:
             continue
         body = line[line.index(":") + 1 : line.rindex(")") + 1].strip()
         guess = line.split(AUTHORS_ARROW)[-1].strip() if AUTHORS_ARROW in line else "None"
-        action = from_func(body)
+        action = profile.from_func(body)
         if action:
             actions.append(action)
             expected.append(guess)
@@ -258,39 +221,43 @@ NUMBERED_ARROW = "->"
 ``_SEPARATORS``)."""
 
 
-def authors_shape(lines: int) -> ListShape:
+def authors_shape(lines: int, profile: AuthorsProfile) -> ListShape:
     """The grounding reply ``parse_authors`` reads, ``lines`` (its ``max_lines``) lines at most:
     ``Action n: FUNC(arguments) --> expected observation``. The call is a FUNC call ``from_func`` reads
     (``func_call_pattern``); the observation holds no parenthesis (the reader cuts the call at the
     line's last ``)``) and no line break. Not excluded: an observation that says "repeat", which the
     reader takes for one of its repeat lines."""
     return ListShape(
-        item=func_call_pattern(),
+        item=profile.func_call_pattern(),
         most=lines,
         label=AUTHORS_LABEL,
         after=f" {AUTHORS_ARROW} [^()\\n]{{1,{EXPECTED_CHARS}}}",
     )
 
 
-def numbered_shape(items: int) -> ListShape:
+def numbered_shape(items: int, semantics: WorldSemantics) -> ListShape:
     """The grounding reply ``parse_actions`` reads as a numbered list, ``items`` lines at most (the
     prompt's limit): ``n. action -> expected observation``. The action is words of an action
-    (``semantics.ACTION_WORD``), 14 at most (``_looks_like_action``); the observation holds none of
+    (the world's ``action_word``), 14 at most (``_looks_like_action``); the observation holds none of
     ``[ ] ` `` and no line break (a JSON list or a code fence would be read instead). Not excluded: an
     action that starts like commentary ("here", "note", ...), whose line the reader skips."""
     return ListShape(
-        item=f"{ACTION_WORD}(?: {ACTION_WORD}){{0,13}}",
+        item=f"{semantics.action_word}(?: {semantics.action_word}){{0,13}}",
         most=min(items, 99),  # _ITEM reads numbers of one or two digits
         label=NUMBERED_LABEL,
         after=f" {NUMBERED_ARROW} [^\\n\\[\\]`]{{1,{EXPECTED_CHARS}}}",
     )
 
 
-def numbered_readable(actions: Iterable[str]) -> list[str]:
+def numbered_readable(actions: Iterable[str], semantics: WorldSemantics) -> list[str]:
     """The ``actions`` that ``parse_actions`` reads back as themselves from a line of
     ``numbered_shape`` (the choices of a ``valid`` constraint)."""
     first = NUMBERED_LABEL.format(n=1)
-    return [a for a in actions if [p.action for p in parse_actions(f"{first}{a} {NUMBERED_ARROW} x")] == [a]]
+    return [
+        a
+        for a in actions
+        if [p.action for p in parse_actions(f"{first}{a} {NUMBERED_ARROW} x", semantics)] == [a]
+    ]
 
 
 def plan_shape(prompt: str, max_tokens: int) -> ListShape:

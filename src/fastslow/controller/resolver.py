@@ -7,16 +7,17 @@ each, ``resolve``:
 
 1. grounds the text onto the valid-action set with SwiftSage's profile (exact, then normalized and
    rewritten forms, then rapidfuzz similarity at ``controller.ground_cutoff``), or - the authors' loop
-   (``controller.loop: authors``) - with the authors' rewrites (``env.valid.rewrite``) and exact
-   membership, nothing fuzzy;
+   (``controller.loop: authors``) - with the authors' rewrites (``WorldSemantics.authors.rewrite``) and
+   exact membership, nothing fuzzy;
 2. hands the candidate - the text *as its source proposed it*, with the grounding beside it - to the
    ``before_action`` hooks in order (SRM's Gate-1 judges the proposed text with its own repairs; Swift's
    safety policy refuses an answer that would complete a forbidden focus); a hook may accept, replace or
    refuse it.
 
-In an "Ambiguous request" state ScienceWorld's valid actions are the option numbers; a number is then
-resolved as the action it completes (``Candidate.answers``: answering ``0`` to an ambiguous focus is a
-focus on the object listed as 0), so no module can be bypassed by a bare digit.
+In a world's ambiguity prompt (ScienceWorld's "Ambiguous request": ``WorldSemantics.ambiguity_options``)
+the valid actions are the option numbers; a number is then resolved as the action it completes
+(``Candidate.answers``: answering ``0`` to an ambiguous focus is a focus on the object listed as 0), so no
+module can be bypassed by a bare digit.
 
 The index of the valid set is built once per state (``IndexedView``), so resolving many candidates costs one
 pass over the valid actions, not one per candidate.
@@ -27,24 +28,17 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Literal, Protocol
 
+from fastslow.controller.grounding import Grounder
 from fastslow.core.hooks import Candidate, StepView
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld.grounding import Grounder
-from fastslow.env.scienceworld.semantics import ambiguous_options, strip_locations
-from fastslow.env.scienceworld.valid import rewrite
+from fastslow.errors import UsageError
 from fastslow.vocab import StepSource
 
 FALLBACK_ACTION = "look around"
 """Executed when no candidate resolves and nothing else may run: a harmless observation (in an ambiguous
 state it is not an option number, so ScienceWorld cancels the request instead of completing it)."""
-
-
-def options_by_number(observation: str) -> dict[str, str]:
-    """An "Ambiguous request"'s options as actions, by the number that selects them:
-    ``{"0": <the action option 0 completes>, ...}`` (ScienceWorld's locations removed); {} for any
-    other state."""
-    return {str(i): strip_locations(option) for i, option in enumerate(ambiguous_options(observation))}
 
 
 class ActionCheck(Protocol):
@@ -63,8 +57,9 @@ class IndexedView:
     def __init__(self, result: StepResult, traj: Trajectory) -> None:
         self.result = result
         self.traj = traj
-        self.grounder = _grounder(result.valid_actions)
-        self.options = options_by_number(result.observation)
+        self.grounder = _grounder(result.valid_actions, traj.semantics)
+        self.options = traj.semantics.ambiguity_options(result.observation)
+        """An ambiguity prompt's options as actions, by the number that selects them ({} otherwise)."""
 
     @property
     def ambiguous(self) -> bool:
@@ -79,11 +74,11 @@ _GROUNDERS: dict[int, tuple[tuple[str, ...], Grounder]] = {}
 """The last grounders by valid-set identity: a state's tuple is built once by the adapter and reused."""
 
 
-def _grounder(valid: tuple[str, ...]) -> Grounder:
+def _grounder(valid: tuple[str, ...], semantics: WorldSemantics) -> Grounder:
     hit = _GROUNDERS.get(id(valid))
-    if hit is not None and hit[0] is valid:
+    if hit is not None and hit[0] is valid and hit[1].semantics is semantics:
         return hit[1]
-    grounder = Grounder(valid)
+    grounder = Grounder(valid, semantics)
     if len(_GROUNDERS) > 8:  # a handful of live states at most (one per agent in this process)
         _GROUNDERS.clear()
     _GROUNDERS[id(valid)] = (valid, grounder)
@@ -115,8 +110,10 @@ class Resolver:
     def ground(self, text: str, view: IndexedView) -> str | None:
         """The grounding alone (no hooks): the valid action ``text`` means, or None."""
         if self.grounding == "authors":
-            result = view.result
-            action = rewrite(text, view.valid_set, result.look, result.inventory)
+            result, profile = view.result, view.traj.semantics.authors
+            if profile is None:  # configuration checks refuse the authors' loop in such a world
+                raise UsageError(f"the authors' grounding does not exist for {view.traj.semantics.name}")
+            action = profile.rewrite(text, view.valid_set, result.look, result.inventory)
             return action if action in view.valid_set else None
         hit = view.grounder.ground(text, self.cutoff)
         return hit.action if hit else None

@@ -31,9 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastslow.controller import sage_authors as content
 from fastslow.controller.config import SageRunConfig
-from fastslow.controller.demos import Demo, demos_for
+from fastslow.controller.grounding import Grounder
 from fastslow.controller.parsing import (
     ParsedAction,
     PlanFormatError,
@@ -44,9 +43,9 @@ from fastslow.controller.parsing import (
     parse_authors,
     plan_shape,
 )
+from fastslow.core.authors import AuthorsProfile, Demo, GroundEntry, HistoryGrammarError, PlanEntry
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.scienceworld.func_actions import from_func, func_forms
-from fastslow.env.scienceworld.grounding import Grounder
+from fastslow.env.world import get_world
 from fastslow.errors import ModelError
 from fastslow.events import EventSink
 from fastslow.models import (
@@ -174,6 +173,7 @@ class Sage:
         user = render(
             "sage_plan.j2",
             task=_task(traj),
+            demo=self._plain_demo(traj),
             memories=list(request.memories),
             memory_block=request.memory_block.strip(),
             score=traj.current.score,
@@ -185,7 +185,17 @@ class Sage:
             failures=failures,
             suggestion=list(request.suggestion)[: cfg.swift_candidates],
         )
-        return [Message(role="system", content=render("sage_system.j2")), Message(role="user", content=user)]
+        system = render("sage_system.j2", world=traj.semantics.prompt_facts)
+        return [Message(role="system", content=system), Message(role="user", content=user)]
+
+    def _plain_demo(self, traj: Trajectory) -> dict[str, Any] | None:
+        """The planning prompt's demo with ``demo`` on (``World.sage_demos``): the first of the task."""
+        if not self.cfg.demo:
+            return None
+        demos = get_world(traj.semantics.name).sage_demos(traj.task_id)
+        if not demos:
+            raise SagePromptError(f"no demo for task {traj.task_id} of {traj.semantics.name}")
+        return {"game": traj.task_name, "task": demos[0].task, "lines": list(demos[0].lines)}
 
     def _ground_messages(self, request: PlanRequest, plan_text: str) -> list[Message]:
         if self.cfg.prompt == "authors":
@@ -205,7 +215,8 @@ class Sage:
             else None,
             max_actions=self.max_actions,
         )
-        return [Message(role="system", content=render("sage_system.j2")), Message(role="user", content=user)]
+        system = render("sage_system.j2", world=traj.semantics.prompt_facts)
+        return [Message(role="system", content=system), Message(role="user", content=user)]
 
     def plan(self, request: PlanRequest, sink: EventSink) -> SagePlan:
         calls, latency, tokens = 0, 0.0, []
@@ -236,7 +247,10 @@ class Sage:
                     conversation = [
                         *conversation,
                         Message(role="assistant", content=reply),
-                        Message(role="user", content=render("sage_ground_retry.j2")),
+                        Message(
+                            role="user",
+                            content=render("sage_ground_retry.j2", world=request.traj.semantics.prompt_facts),
+                        ),
                     ]
                 done = call_model(
                     self.model,
@@ -249,11 +263,11 @@ class Sage:
                 )
                 calls, latency, reply = calls + 1, latency + done.latency_s, done.text
                 tokens.append(done.prompt_tokens)
-                parsed = self._parse(reply)
+                parsed = self._parse(reply, request.traj)
                 grounded = self._usable(parsed, ground)
                 if grounded:
                     break
-        except (content.HistoryGrammarError, PlanFormatError, SagePromptError) as exc:
+        except (HistoryGrammarError, PlanFormatError, SagePromptError) as exc:
             # The authors' round fails here as a whole (their prompt or reader raises): no actions.
             log.info("Sage round at step %d ended without a plan: %s", request.step, exc)
             return SagePlan(
@@ -297,21 +311,28 @@ class Sage:
         if cfg.constrain == "none":
             return None
         authors = cfg.prompt == "authors"
-        shape = authors_shape(cfg.parse_lines) if authors else numbered_shape(self.max_actions)
+        if authors:
+            profile = _profile(traj)
+            shape = authors_shape(cfg.parse_lines, profile)
+        else:
+            shape = numbered_shape(self.max_actions, traj.semantics)
         if cfg.constrain == "format":
             return shape.constraint()
         admitted = [a for a in traj.current.valid_actions if ground(a) is not None]
-        options = list(func_forms(admitted).values()) if authors else numbered_readable(admitted)
+        if authors:
+            options = list(profile.func_forms(admitted).values())
+        else:
+            options = numbered_readable(admitted, traj.semantics)
         return shape.constraint(options) if options else shape.constraint()
 
-    def _parse(self, reply: str) -> list[ParsedAction]:
+    def _parse(self, reply: str, traj: Trajectory) -> list[ParsedAction]:
         if self.cfg.prompt == "authors":
-            return parse_authors(reply, self.cfg.parse_lines)
-        return parse_actions(reply)
+            return parse_authors(reply, traj.semantics, self.cfg.parse_lines)
+        return parse_actions(reply, traj.semantics)
 
     # -- the authors' profile ------------------------------------------------------------------------
     def _demos(self, traj: Trajectory) -> tuple[Demo, ...]:
-        demos = demos_for(traj.task_id)
+        demos = _profile(traj).demos(traj.task_id)
         if not demos:
             raise SagePromptError(f"no demo trajectory for task {traj.task_id} (fastslow data sage-demos)")
         return demos
@@ -331,11 +352,12 @@ class Sage:
     def _plan_text(self, request: PlanRequest, lite: bool, clip: tuple[int, int] | None) -> str:
         """``clip``: (history entries, demo lines) to leave out from the oldest / the last."""
         traj, cfg = request.traj, self.cfg
+        content = _profile(traj)
         demo = self._demos(traj)[0]
         history = _plan_lines(content.plan_history(traj, lite))
         if lite:
             history = history[-cfg.history_turns :] if cfg.history_turns else []
-        demo_lines = _plan_demo_lines(demo)
+        demo_lines = _plan_demo_lines(demo, content)
         if clip is not None:
             history = history[clip[0] :]
             demo_lines = demo_lines[: max(len(demo_lines) - clip[1], 0)]
@@ -354,7 +376,7 @@ class Sage:
             task=_task(traj),
             history=history,
             other_looks=other_looks,
-            look=_look(traj.current.look),
+            look=_look(traj.current.look, content),
             inventory=_inventory(traj.current.inventory, plan=True),
             focused=content.focused(traj),
             instinct=request.instinct,
@@ -364,8 +386,9 @@ class Sage:
 
     def _fit_plan(self, request: PlanRequest, lite: bool) -> str:
         budget = self.cfg.prompt_budget_tokens
+        content = _profile(request.traj)
         entries = len(content.plan_history(request.traj, lite))
-        lines = len(_plan_demo_lines(self._demos(request.traj)[0]))
+        lines = len(_plan_demo_lines(self._demos(request.traj)[0], content))
         text = ""
         for clip in _clips(entries, lines):
             text = self._plan_text(request, lite, clip)
@@ -376,7 +399,7 @@ class Sage:
     def _authors_ground(self, request: PlanRequest, plan_text: str) -> str:
         cfg = self.cfg
         demos = self._demos(request.traj)[:2]
-        history = content.ground_history(
+        history = _profile(request.traj).ground_history(
             request.traj, demos[0].lines, cfg.ground_history_turns, cfg.strict_history
         )
         advice = plan_text.strip().replace("Question", "Answer").replace("Answer", "Advice")
@@ -406,6 +429,7 @@ class Sage:
         self, request: PlanRequest, demos: Sequence[Demo], history: Sequence[str], advice: str
     ) -> str:
         traj = request.traj
+        content = _profile(traj)
         return render(
             "sage_authors_ground.j2",
             demos=[{"task": d.task, "lines": list(d.lines)} for d in demos],
@@ -415,7 +439,7 @@ class Sage:
             focused=content.focused(traj),
             failures=content.failure_messages(request.failures, traj),
             advice=advice,
-            look=_look(traj.current.look),
+            look=_look(traj.current.look, content),
             inventory=_inventory(traj.current.inventory, plan=False),
             action_types=content.action_types(demos[0].lines),
             whitelist=content.focus_whitelist(_task(traj)),
@@ -433,7 +457,7 @@ class Sage:
 
 
 def _own_grounding(traj: Trajectory, cutoff: float) -> Callable[[str], str | None]:
-    grounder = Grounder(traj.current.valid_actions)
+    grounder = Grounder(traj.current.valid_actions, traj.semantics)
 
     def ground(text: str) -> str | None:
         hit = grounder.ground(text, cutoff)
@@ -448,10 +472,20 @@ def _task(traj: Trajectory) -> str:
 
 
 class SagePromptError(ValueError):
-    """The authors' prompt cannot be built (no demo for the task): the round ends as an error."""
+    """The authors' prompt cannot be built (no demo for the task, or a world without the authors'
+    profile): the round ends as an error."""
 
 
-def _look(look: str) -> str:
+def _profile(traj: Trajectory) -> AuthorsProfile:
+    """The episode's world's ``AuthorsProfile`` (``WorldSemantics.authors``); ``SagePromptError`` in a
+    world without one (configuration checks refuse the authors' prompts there before a run starts)."""
+    profile = traj.semantics.authors
+    if profile is None:
+        raise SagePromptError(f"the authors' prompts do not exist for {traj.semantics.name}")
+    return profile
+
+
+def _look(look: str, content: AuthorsProfile) -> str:
     return "\n - ".join(content.clean_look(look, lite=False))
 
 
@@ -463,8 +497,8 @@ def _inventory(inventory: str, *, plan: bool) -> str:
     return text.replace("Your ", "My ") if plan else text
 
 
-def _plan_demo_lines(demo: Demo) -> list[str]:
-    """The planning prompt's demo: action lines only, their action written as ScienceWorld text (the
+def _plan_demo_lines(demo: Demo, content: AuthorsProfile) -> list[str]:
+    """The planning prompt's demo: action lines only, their action written as the world's text (the
     authors convert FUNC back to text here and leave out "Repeat" lines and what does not convert)."""
     out: list[str] = []
     for line in demo.lines:
@@ -472,13 +506,13 @@ def _plan_demo_lines(demo: Demo) -> list[str]:
             continue
         start = line.index("Action: ") + len("Action: ")
         end = line.index(" -->")
-        action = from_func(line[start:end])
+        action = content.from_func(line[start:end])
         if action is not None:
             out.append(line[:start] + action + line[end:])
     return out
 
 
-def _plan_lines(entries: Sequence[content.PlanEntry]) -> list[str]:
+def _plan_lines(entries: Sequence[PlanEntry]) -> list[str]:
     """Numbered history lines of the planning prompt (numbers before the lite cut, as the authors')."""
     lines = []
     for number, entry in enumerate(entries, 1):
@@ -494,7 +528,7 @@ def _plan_lines(entries: Sequence[content.PlanEntry]) -> list[str]:
     return lines
 
 
-def _ground_lines(entries: Sequence[content.GroundEntry]) -> list[str]:
+def _ground_lines(entries: Sequence[GroundEntry]) -> list[str]:
     out = []
     for e in entries:
         if e.repeats:

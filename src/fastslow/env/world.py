@@ -13,6 +13,11 @@ Everything the evaluation does that depends on the world goes through a ``World`
 - ``family``: the task family AMM's records carry; ``packages``: what the header's ``versions`` lists;
 - ``replay_caveat``: why an episode played with given settings may not replay exactly (forks,
   ``attribute``).
+- ``bench_env``, ``sample_text``, ``rebuild_task_table``: what ``fastslow bench env``, ``bench memory``
+  and ``data tasks`` ask of the world (``fastslow.env.bench``).
+- ``task_procedures``, ``focus_judge``: the world's hand-written task logic and task-specific focus
+  rules (``procedures.enabled``), ``rebuild_knowledge`` the ``fastslow data`` commands of their
+  knowledge files; None / a ``UsageError`` where a world has none.
 
 Each world implements it in its own package (``fastslow.env.scienceworld.world`` beside ScienceWorld's
 modules, ``fastslow.env.textworldexpress.world``); ``get_world`` imports that package only when the
@@ -24,8 +29,9 @@ What the *agent* may know of a world (verbs, objects, rooms, feedback classes) i
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
 from fastslow.core.semantics import WorldSemantics
@@ -34,6 +40,10 @@ from fastslow.env.wrappers import Env
 from fastslow.errors import UsageError
 
 if TYPE_CHECKING:
+    from fastslow.core.authors import Demo
+    from fastslow.core.focus import FocusJudge
+    from fastslow.core.procedures import TaskProcedures
+    from fastslow.env.bench import AdapterBench, SampleText
     from fastslow.env.config import EnvConfig
     from fastslow.env.episodes import Episode
     from fastslow.env.tasks import TaskInfo
@@ -118,9 +128,63 @@ class World(Protocol):
         """The env-step limit of an episode of ``task_id`` under ``env.step_limit = configured``."""
         ...
 
+    def sage_demos(self, task_id: int) -> tuple[Demo, ...]:
+        """Solved train episodes of a task as plain ``action -> observation`` lines for Sage's
+        SwiftSage-shaped prompt (``controller.sage.demo``); () where the world has none (ScienceWorld:
+        its demos are the authors' profile's, ``WorldSemantics.authors.demos``)."""
+        ...
+
     def replay_caveat(self, env: EnvConfig) -> str | None:
         """Why an episode played with ``env``'s settings may answer differently when its actions are
         replayed on a fresh process (a fork's prefix), in one clause; None when it replays exactly."""
+        ...
+
+    def bench_env(self, tasks: str | None, steps: int | None, say: Callable[[str], None]) -> AdapterBench:
+        """``fastslow bench env``: the world's adapter against its package's own API on the same actions
+        in one process (paper §4), ``say`` called with each progress and summary line (one not indented
+        heads the lines after it). ``tasks`` and ``steps`` are the command's options (None: not given;
+        ScienceWorld takes tasks, TextWorldExpress steps); one the world does not take is a
+        ``UsageError``."""
+        ...
+
+    @property
+    def sample_text(self) -> SampleText | None:
+        """Text shaped like the world's for synthetic memory records (``fastslow bench memory``); None
+        where the world offers none (TextWorldExpress)."""
+        ...
+
+    def task_procedures(self) -> TaskProcedures | None:
+        """A new instance of the world's hand-written task logic (``procedures.enabled``: task procedures,
+        judgements and their vetoes, driven by ``procedures.hook.ProcedureHook``); None where the world
+        has none (TextWorldExpress: the switch changes nothing there)."""
+        ...
+
+    def focus_judge(self) -> FocusJudge | None:
+        """The world's task-specific focus rules Gate-1 and the Critic receive with ``procedures.enabled``
+        (``core.focus.FocusJudge``); None where it has none (TextWorldExpress has no focus)."""
+        ...
+
+    def rebuild_knowledge(
+        self,
+        name: str,
+        out: Path | None,
+        tasks: Sequence[int] | None,
+        per_task: int | None,
+        say: Callable[[str], None],
+        commit: str | None,
+    ) -> tuple[Path, dict[str, int]]:
+        """``fastslow data <name>`` (substances, paints, circuits, focus-budgets): rebuild a knowledge file
+        of the world's task logic from its train gold paths, write it to ``out`` (None: the packaged
+        file), ``say`` called with each progress line; the path written and the counts the command
+        prints. ``tasks`` / ``per_task``: the command's options (None: the file's defaults). A
+        ``UsageError`` where the world has no such file (TextWorldExpress has none)."""
+        ...
+
+    def rebuild_task_table(self, out: Path | None, say: Callable[[str], None]) -> Path:
+        """``fastslow data tasks``: recompute the world's task table from its simulator and write it to
+        ``out`` (None: the packaged file), ``say`` called once per task; the path written. A
+        ``UsageError`` where the task table is not built this way (TextWorldExpress: its tasks are
+        ``benchmark.yaml``'s games)."""
         ...
 
 

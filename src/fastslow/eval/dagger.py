@@ -37,11 +37,9 @@ from fastslow.build import make_agent
 from fastslow.config import RunConfig
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
+from fastslow.env.config import DEFAULT_WORLD
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.semantics import OBSERVE_ONLY, SUCCESS_SCORE
-from fastslow.env.scienceworld.tasks import get_task
-from fastslow.env.scienceworld.world import SEMANTICS
+from fastslow.env.world import World, get_world
 from fastslow.env.wrappers import Env, Wrapper
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
@@ -49,6 +47,14 @@ from fastslow.events import EndState, ListSink
 from fastslow.manifest import record_removed, record_writing, record_written
 from fastslow.swift.data import MANIFEST, count_examples, episode_file, example, read_episodes
 from fastslow.swift.train import label_of
+
+
+def _world() -> World:
+    """The world DAgger plays: ScienceWorld, whose gold datasets it reads (``data dagger`` refuses
+    another world, ``env.world.require_scienceworld``); its tasks, scores and words come through its
+    ``World``."""
+    return get_world(DEFAULT_WORLD)
+
 
 LOOKAHEAD = 2
 """How many gold steps past the pointer an agent's action may match (it left out a gold step it did not
@@ -65,19 +71,21 @@ class GoldPath:
     @classmethod
     def from_rows(cls, rows: Sequence[dict[str, Any]]) -> GoldPath:
         actions = tuple(str(r["gold_action"]) for r in rows)
-        after = [int(r["score"]) for r in rows[1:]] + [SUCCESS_SCORE]
+        after = [int(r["score"]) for r in rows[1:]] + [_world().semantics.success_score]
         return cls(actions, tuple(after))
 
 
 class GoldPointer:
     """The expert: where on its gold path the agent stands, and the gold step it should take next.
 
-    The path it walks leaves out the gold path's ``OBSERVE_ONLY`` steps (``look around``): they change
+    The path it walks leaves out the gold path's observe-only steps (``WorldSemantics.observe_only``:
+    ScienceWorld's look around and inventory): they change
     nothing, and an expert that kept asking for one while the agent works elsewhere would teach Swift to
     look around wherever it strays."""
 
     def __init__(self, path: GoldPath) -> None:
-        kept = [i for i, a in enumerate(path.actions) if a not in OBSERVE_ONLY]
+        observe_only = _world().semantics.observe_only
+        kept = [i for i, a in enumerate(path.actions) if a not in observe_only]
         self.path = GoldPath(tuple(path.actions[i] for i in kept), tuple(path.scores_after[i] for i in kept))
         self.next = 0
         """Index of the first gold step not done yet."""
@@ -123,8 +131,11 @@ class ExpertRecorder(Wrapper):
 
     def reset(self, task: int | str, variation: int, *, gold: bool = False) -> StepResult:
         first = self.env.reset(task, variation, gold=gold)
-        info = get_task(task)
-        self._traj = Trajectory(info.task_id, info.name, variation, first.task_description, first, SEMANTICS)
+        world = _world()
+        info = world.task(task)
+        self._traj = Trajectory(
+            info.task_id, info.name, variation, first.task_description, first, world.semantics
+        )
         self._pointer = GoldPointer(self.paths[(info.task_id, variation)])
         self.rows, self._seen = [], set()
         return first
@@ -169,11 +180,7 @@ def _work(
     global _WORKER
     config = RunConfig.model_validate_json(config_json)
     if _WORKER is None:
-        adapter = ScienceWorldAdapter(
-            config.env.simplification,
-            jvm_timeout_s=config.env.jvm_timeout_s,
-            hash_codes=config.env.hash_codes,
-        )
+        adapter = get_world(config.env.world).make_env(config.env)
         _WORKER = (ExpertRecorder(adapter, paths), make_agent(config))
     recorder, agent = _WORKER
     outcome = run_episode(recorder, agent, Episode(task_id, variation), config, ListSink())

@@ -58,9 +58,11 @@ class SalienceConfig(StrictModel):
     """A score gain of at least this (and below the milestone) is near-miss progress; smaller gains are
     not stored (authors' small-reward threshold 5, which their own gate never reads: unused with
     ``tagging: authors``)."""
-    shaping_actions: list[str] = ["wait", "wait1", "wait2"]
+    shaping_actions: list[str] | None = None
     """Actions never stored whatever happened: waiting lets time pass, it is not a reusable step. With
-    ``tagging: authors`` a rewarded step starting with one of them is near-miss/delayed_reward instead."""
+    ``tagging: authors`` a rewarded step starting with one of them is near-miss/delayed_reward instead.
+    None: the world's idle actions (``WorldSemantics.idle_actions``: ScienceWorld's wait, wait1, wait2;
+    none in TextWorldExpress)."""
     store_invalid: bool = True
     """Store explicit invalid-action feedback ("No known action matches that input.") as avoidance."""
     store_failure: bool = True

@@ -33,14 +33,6 @@ from typing import TYPE_CHECKING
 from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld.semantics import (
-    CRITIC_FAILURE_SIGNAL,
-    CRITIC_REFUSALS,
-    FOCUS,
-    NO_MATCH,
-    is_focus,
-)
-from fastslow.env.scienceworld.valid import FOCUS_COUNT, authors_failed
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
 from fastslow.memory.config import AmmConfig, SalienceConfig, T3Rule
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block
@@ -72,6 +64,20 @@ AVOIDANCE: tuple[Tag, ...] = ("avoidance",)
 T1_EXEMPT_FORCING = frozenset({"focus_before_sage"})
 """Forcing rules (``controller.escalation.Rule`` values) on which T1 does not fire even with
 ``t1_on_forced``: the authors' loop passes its forcing reason to skip T1 when their focus gate forced Sage."""
+CRITIC_REFUSALS: tuple[str, ...] = (
+    "no known action matches",
+    "you can't",
+    "you cannot",
+    "not allowed",
+    "doesn't seem possible",
+    "invalid action",
+)
+"""Phrases (lower case, substrings) of an observation that refuses the action, as the paper authors'
+Critic block reads them (ScienceWorld's refusals): AMM's fresh Critic evidence leaves out a record whose
+observation holds one."""
+CRITIC_FAILURE_SIGNAL: tuple[str, ...] = (*CRITIC_REFUSALS[:5], "not possible", "cannot")
+"""Phrases (lower case, substrings) of the last two observations that are the authors' failure signal of
+the recent history: AMM's fresh Critic evidence then includes an avoidance memory."""
 CRITIC_SEARCH_K = 10
 """``critic_evidence: fresh``: records each Critic search returns before ranking (the authors' top 10)."""
 CRITIC_AVOIDANCE_K = 1
@@ -109,12 +115,19 @@ def repeated_invalid(traj: Trajectory) -> bool:
 def t3_fires(traj: Trajectory, rule: T3Rule) -> bool:
     """``amm.retrieval.t3_rule`` after the step just recorded. ``first_repeat``: ``repeated_invalid``
     at the start of a streak. ``every_repeat``: the authors' test, the action equal to the one before
-    (as written) and the observation exactly ScienceWorld's no-match reply, at every repeat."""
+    (as written) and the observation exactly the world's reply to an unknown action
+    (``WorldSemantics.invalid_reply``: ScienceWorld's no-match reply; never in a world without one
+    such reply), at every repeat."""
     turns = traj.turns
     if len(turns) < 2:
         return False
     if rule == "every_repeat":
-        return turns[-1].action == turns[-2].action and turns[-1].observation.strip() == NO_MATCH
+        reply = traj.semantics.invalid_reply
+        return (
+            reply is not None
+            and turns[-1].action == turns[-2].action
+            and turns[-1].observation.strip() == reply
+        )
     action = turns[-1].action.strip().lower()
     streak_start = len(turns) < 3 or turns[-3].action.strip().lower() != action
     return repeated_invalid(traj) and streak_start
@@ -166,9 +179,13 @@ def scores_hidden(traj: Trajectory) -> Iterator[Trajectory]:
 
 def focus_spent(traj: Trajectory) -> bool:
     """The task's focus budget is used up: as many focus actions executed as the authors' per-task focus
-    count (their Critic ranks a memory's focus action last then)."""
-    used = sum(1 for t in traj.turns if is_focus(t.action.strip().lower()))
-    return used >= FOCUS_COUNT.get(traj.task_id, 1)
+    count (their Critic ranks a memory's focus action last then). The focus is the world's commitment
+    (``WorldSemantics.commitment``, its ``authors_budget``): never spent in a world without one."""
+    rules, verb = traj.semantics.commitment, traj.semantics.commitment_verb
+    if rules is None or verb is None:
+        return False
+    used = sum(1 for t in traj.turns if t.action.strip().lower().startswith(verb + " "))
+    return used >= rules.authors_budget(traj.task_id)
 
 
 def rank_for_critic(records: Sequence[MemoryRecord], traj: Trajectory) -> list[MemoryRecord]:
@@ -178,6 +195,7 @@ def rank_for_critic(records: Sequence[MemoryRecord], traj: Trajectory) -> list[M
     observation is a refusal are left out."""
     room = traj.room.strip().lower()
     spent = focus_spent(traj)
+    verb = traj.semantics.commitment_verb
     task = (traj.current.task_description or traj.task_description).strip().lower()
 
     def same_task(r: MemoryRecord) -> bool:
@@ -192,7 +210,7 @@ def rank_for_critic(records: Sequence[MemoryRecord], traj: Trajectory) -> list[M
             1000 * same_task(r)
             + 100 * (bool(room) and r.room.strip().lower() == room)
             + 10 * (r.reward > 0)
-            - (spent and r.action.strip().lower().startswith(FOCUS))
+            - (spent and verb is not None and r.action.strip().lower().startswith(verb))
         )
         return -score, -r.reward
 
@@ -238,7 +256,7 @@ class EpisodeMemory:
         self.no_progress = 0
         """Env steps in a row without a success or near-miss transition (``t2_at``)."""
         self.failures_since_plan = 0
-        """Failure messages (``env.valid.authors_failed``) since T4 last ran (for
+        """Failure messages (the authors' test, ``AuthorsProfile.failed``) since T4 last ran (for
         ``t4_avoidance_on_failures``)."""
 
     # -- write side ---------------------------------------------------------------------------------
@@ -251,7 +269,8 @@ class EpisodeMemory:
         self.no_progress = (
             0 if progressed(traj, action, prev, result, self.cfg.write) else self.no_progress + 1
         )
-        if authors_failed(result.observation):
+        authors = traj.semantics.authors  # their failure test; a world without their profile has none
+        if authors is not None and authors.failed(result.observation):
             self.failures_since_plan += 1
         if rcfg.t3 and t3_fires(traj, rcfg.t3_rule):
             self.t3(traj)

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from fastslow.env.scienceworld.semantics import RECORD_STOPWORDS
+from fastslow.core.semantics import FUNCTION_WORDS
 
 Tag = Literal["success", "near-miss", "avoidance"]
 TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")
@@ -27,6 +27,13 @@ AUTHORS_TAG_NAMES: dict[Tag, str] = {
 """The authors' names of the three primary tags (``amm/tagging.py``); their records carry them as text."""
 
 _WORD = re.compile(r"[a-z0-9]+")
+_FREQUENT = """are as at be by for has have here its or their then there these this was were which you your
+    called room see also contains containing nothing"""
+RECORD_STOPWORDS = FUNCTION_WORDS | frozenset(_FREQUENT.split())
+"""AMM's record search leaves these out: English function words, and words in nearly every look of a
+text world ("This room is called the kitchen.", "a pot (containing nothing)"); matching on them only
+costs search time. Chosen on ScienceWorld's texts and kept for every world: a store's index and its
+searches do not depend on the world that wrote the records."""
 
 
 def new_id() -> str:
@@ -34,7 +41,7 @@ def new_id() -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """Lower-case alphanumeric words without stopwords (ScienceWorld's ``RECORD_STOPWORDS``), in order,
+    """Lower-case alphanumeric words without stopwords (``RECORD_STOPWORDS``), in order,
     duplicates kept."""
     return [w for w in _WORD.findall(text.lower()) if w not in RECORD_STOPWORDS and len(w) > 1]
 

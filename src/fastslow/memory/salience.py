@@ -22,6 +22,7 @@ flag, their reply phrases for a refused action - and their record shape (``build
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastslow.core.semantics import AVOIDANCE_FEEDBACK, WorldSemantics
@@ -43,6 +44,11 @@ class Salience:
     subtag: str
 
 
+def shaping_actions(semantics: WorldSemantics, cfg: SalienceConfig) -> Sequence[str]:
+    """``amm.write.shaping_actions``, or the world's idle actions when it names none."""
+    return cfg.shaping_actions if cfg.shaping_actions is not None else semantics.idle_actions
+
+
 def is_invalid_feedback(semantics: WorldSemantics, observation: str) -> bool:
     """The world did not know the action: an avoidance record, and no step of a record's context."""
     return semantics.classify_feedback(observation) in AVOIDANCE_FEEDBACK
@@ -56,7 +62,7 @@ def classify(
     success, failure = semantics.success_score, semantics.failure_score
     commit = semantics.commitment_verb
     focus = commit is not None and act.startswith(commit)
-    if act in {a.lower() for a in cfg.shaping_actions}:
+    if act in {a.lower() for a in shaping_actions(semantics, cfg)}:
         return None
     gain = result.score - prev.score
     # Only the step that reaches the end state is terminal; steps played after it (the env keeps
@@ -89,8 +95,6 @@ AUTHORS_REFUSALS = (
     "unknown action",
 )
 """Observation phrases the authors' gate takes for a refused action (substrings, lower case)."""
-AUTHORS_WAIT_REPLIES = ("decide to wait", "you wait", "waiting for", "wait for")
-"""Observation phrases that make a rewarded step a delayed reward in the authors' gate."""
 AUTHORS_SUBTAGS = (
     "terminal_task_completion",
     "milestone",
@@ -135,12 +139,14 @@ def classify_authors(
         return Salience("avoidance", "invalid_action") if cfg.store_invalid else None
     if gain <= 0:
         return None
-    if act.startswith("focus") or "you focus on" in obs:
+    commit = semantics.commitment_verb
+    if commit is not None and (act.startswith(commit.split()[0]) or f"you {commit}" in obs):
         return Salience("success", "subgoal_focus")
     if gain >= cfg.milestone_reward:
         return Salience("success", "milestone")
-    shaping = [a.lower() for a in cfg.shaping_actions]
-    if any(act.startswith(a) for a in shaping) or any(p in obs for p in AUTHORS_WAIT_REPLIES):
+    shaping = [a.lower() for a in shaping_actions(semantics, cfg)]
+    waited = semantics.authors.wait_replies if semantics.authors is not None else ()
+    if any(act.startswith(a) for a in shaping) or any(p in obs for p in waited):
         return Salience("near-miss", "delayed_reward")
     return Salience("near-miss", "partial")
 

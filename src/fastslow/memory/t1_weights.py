@@ -37,7 +37,6 @@ import numpy.typing as npt
 from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.episodes import Episode
-from fastslow.env.scienceworld.tasks import get_task
 from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.events import ListSink
@@ -137,12 +136,13 @@ def store_episodes(store: BulkStore, name: str = "the store") -> set[str]:
     """The episodes (``TT-VVVV``) whose records the store holds; a UsageError when one is not a train
     variation (dev and test episodes never enter a fit)."""
     found: set[str] = set()
+    world = get_world()  # ScienceWorld's: ``train swift-memory`` refuses another world
     for record in store.iter_all():
         # A run's records carry "<run id>[/warmup]/<episode id>".
         episode = Episode.from_id(record.episode_id.rsplit("/", 1)[-1])
         found.add(Episode(episode.task_id, episode.variation).episode_id)
     foreign = sorted(
-        e for e in found if Episode.from_id(e).variation not in get_task(int(e[:2])).variations["train"]
+        e for e in found if Episode.from_id(e).variation not in world.task(int(e[:2])).variations["train"]
     )
     if foreign:
         raise UsageError(
@@ -194,7 +194,9 @@ def collect(
     states: list[T1State] = []
     counts = {"steps": 0, "labelled": 0, "swift_failed": 0, "gold_vetoed": 0, "retries": 0}
     for n, rows in enumerate(episodes, 1):
-        policy = SafetyPolicy(frozen.focus_words, view.repeat_penalty, view.loop_window, view.focus_rule)
+        policy = SafetyPolicy(
+            frozen.focus_words, view.repeat_penalty, view.loop_window, view.focus_rule, get_world().semantics
+        )
         name = f"{int(rows[0]['task_id']):02d}-{int(rows[0]['variation']):04d}"
         memory = EpisodeMemory(amm, store, ListSink(), f"t1-fit/{name}", writable=False)
         previous = None
@@ -204,7 +206,7 @@ def collect(
             previous = traj.current
             counts["steps"] += 1
             valid = list(traj.current.valid_actions)
-            label = label_of(str(row["gold_action"]), valid)
+            label = label_of(str(row["gold_action"]), valid, traj.semantics)
             if label is None:
                 continue
             counts["labelled"] += 1

@@ -1,13 +1,13 @@
 """Hand-written task logic, one component with one switch (``procedures.enabled``; docs/swift.md).
 
-Everything here knows a task by its name or family: the task procedures (``matter``, ``paint``,
-``incline``, ``grow``, ``circuit``) and the judgements (life stages, thermometer) of ``logic.TaskLogic``,
-their task parsers and families (``tasks``), the knowledge builders (``knowledge``: substances, paints,
-circuits and focus budgets, read from train gold paths) and the task-specific focus rules Gate-1 receives
-(``focus.TaskFocusRules``, a ``core.focus.FocusJudge``). ``fastslow.build`` composes them into the
-controller's ``ProcedureHook``, SRM and Swift when the switch is on. Only the layers above import this
-package (the controller's hooks, the config, the build, the CLI's knowledge commands): Swift, the safety
-policy and SRM receive what they need of it.
+The logic knows a task by its name or family and reads its world's text, so it is the world's:
+ScienceWorld's task procedures (matter, paint, incline, grow, circuit), judgements (life stages,
+thermometer), knowledge files and task-specific focus rules live in
+``fastslow.env.scienceworld.procedures``. This package is the world-neutral rest: the switch
+(``ProceduresConfig``) and the loop hook (``hook.ProcedureHook``) that drives a world's logic through
+``core.procedures.TaskProcedures``. ``fastslow.build`` asks the run's ``World`` for its logic
+(``task_procedures``) and focus rules (``focus_judge``) when the switch is on; a world without them
+(TextWorldExpress) answers None and the switch changes nothing there.
 """
 
 from __future__ import annotations

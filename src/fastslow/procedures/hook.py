@@ -1,9 +1,10 @@
 """The hand-written task logic as a loop hook (``core.hooks.LoopHook``), walked after Swift's safety
-policy: labelled ``procedure`` wherever it decides an action (``vocab.StepSource``)."""
+policy: labelled ``procedure`` wherever it decides an action (``vocab.StepSource``).
+
+World-neutral: it drives the world's logic through ``core.procedures.TaskProcedures`` (ScienceWorld's is
+``fastslow.env.scienceworld.procedures.logic.TaskLogic``, made by ``World.task_procedures``)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from fastslow.core.hooks import (
     NO_ACTIONS,
@@ -15,9 +16,8 @@ from fastslow.core.hooks import (
     StepDone,
     StepView,
 )
+from fastslow.core.procedures import FocusAllowed, TaskProcedures
 from fastslow.core.proposal import Proposal, RankedAction
-from fastslow.core.step import StepResult
-from fastslow.procedures.logic import TaskLogic, general_focus_check
 
 
 class ProcedureHook(LoopHook):
@@ -25,9 +25,7 @@ class ProcedureHook(LoopHook):
     top (``RankedAction.decided_by`` names its rule, so the step that runs it is logged as
     ``procedure``). It keeps its own record of the episode (every executed step, Gate-1's drops)."""
 
-    def __init__(
-        self, logic: TaskLogic, focus_allowed: Callable[[str, str, str, set[str], StepResult], bool]
-    ) -> None:
+    def __init__(self, logic: TaskProcedures, focus_allowed: FocusAllowed) -> None:
         self.logic = logic
         self.focus_allowed = focus_allowed
         """The general focus rule the life-stages judgement respects (``SafetyPolicy.focus_allowed``)."""
@@ -38,7 +36,7 @@ class ProcedureHook(LoopHook):
         if not current.valid_actions:
             return Revision(proposal)
         kept = tuple(c for c in proposal.candidates if not self.logic.vetoed(c.action, current, task_name))
-        general = general_focus_check(self.focus_allowed, task_name)
+        general = self.logic.focus_check(self.focus_allowed, task_name)
         judged = self.logic.judged(current, task_name, general)
         if judged is not None:
             # A judgement rule outranks the imitation scores (its action may lie outside Swift's pool).

@@ -3,7 +3,7 @@
 Order of work: resolve the proposed text to one valid action (exact, then the configured repair rules,
 each deterministic and only taken when the match is unique), then check the runtime constraints on the
 resolved action (avoid list, focus budget, repeated focus, places, contents, and the task-specific focus
-rules of the ``core.focus.FocusJudge`` it is given, if any: ``fastslow.procedures``). An action that
+rules of the ``core.focus.FocusJudge`` it is given, if any: ScienceWorld's task logic). An action that
 fails either step is dropped with a reason code; a dropped action never reaches the environment, so it
 costs no env step, and the controller moves on to its next candidate.
 
@@ -11,27 +11,23 @@ The authors' profile (configs/srm.yaml; docs/fidelity.md rows R9-R12) counts the
 loop does (``focus_budget: authors``: every executed focus against their per-task count, checked first),
 and marks a drop of Swift's action as a failure message for their loop (``drop_as_failure``, applied by
 the controller's SRM hook).
+
+The focus constraints act on the world's commitment only (``WorldSemantics.commitment_verb``) and read
+it through the world's ``CommitmentRules`` (``traj.semantics.commitment``): in a world without one
+(TextWorldExpress) they never apply.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rapidfuzz import fuzz, process
 
 from fastslow.core.focus import FocusJudge, FocusView
-from fastslow.core.semantics import WorldSemantics
+from fastslow.core.semantics import CommitmentRules, WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.env.scienceworld.semantics import (
-    FocusObject,
-    focus_contents_mismatch,
-    focus_head,
-    focus_repeats,
-    focus_target,
-    landed_object,
-    places,
-)
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.focus import (
@@ -269,9 +265,11 @@ class Gate1:
         """Raise _Drop if a runtime constraint forbids the resolved action."""
         if action in constraints.avoid:
             raise _Drop("avoided", "on the avoid list of the current stagnation report")
-        commit = traj.semantics.commitment_verb
+        commit, rules = traj.semantics.commitment_verb, traj.semantics.commitment
         if not self.config.focus_rules or commit is None or not action.startswith(commit + " "):
             return  # the focus rules judge the world's commitment only
+        if rules is None:
+            return  # (a world with a commitment verb has its rules: WorldSemantics.commitment)
         target = action[len(commit) + 1 :]
         limit = constraints.focus_limit
         if limit is None:
@@ -284,20 +282,20 @@ class Gate1:
         cur = traj.current
         done = self.landed_foci(traj)
         self._sent[len(traj.turns), action] = (cur.look, cur.inventory)
-        repeat = focus_repeats(target, cur.look, cur.inventory, done)
+        repeat = rules.repeated(target, cur.look, cur.inventory, done)
         if repeat is not None:
-            raise _Drop("repeated_focus", f"'{target}' is the {repeat.name}, focused on already")
+            raise _Drop("repeated_focus", f"'{target}' is the {repeat}, focused on already")
         if limit is None:
-            limit = focus_limit_for(traj.task_name, traj.task_description, self.judge)
+            limit = focus_limit_for(traj.semantics, traj.task_name, traj.task_description, self.judge)
         if len(done) >= limit:
             raise _Drop("focus_limit", f"{len(done)} of {limit} focus actions used")
-        if focus_head(target) in _places(traj):
+        if rules.head(target) in _places(traj, rules):
             # Rooms, the agent and the inventory are never what a task asks to focus on.
             raise _Drop("focus_not_allowed", f"'{target}' is a place, not an object")
         judge = self.judge
         if judge is not None and not judge.names_target(traj.task_name, traj.task_description, target):
             raise _Drop("focus_not_allowed", f"'{target}' is not named in the task description")
-        contents = focus_contents_mismatch(target, cur.look, cur.inventory, traj.task_description)
+        contents = rules.unnamed_contents(target, cur.look, cur.inventory, traj.task_description)
         if contents is not None:
             raise _Drop("focus_not_allowed", f"'{target}' holds {contents}, which the task does not name")
         if judge is not None:
@@ -315,22 +313,28 @@ class Gate1:
             if why is not None:
                 raise _Drop("focus_not_allowed", why)
 
-    def landed_foci(self, traj: Trajectory) -> list[FocusObject]:
-        """The distinct objects the confirmed foci of ``traj`` landed on (``env.semantics.landed_object``),
-        each with what it held when Gate-1 let its focus through (unknown for a focus it never saw)."""
+    def landed_foci(self, traj: Trajectory) -> list[Any]:
+        """The distinct objects the confirmed foci of ``traj`` landed on (``CommitmentRules.landed``: the
+        world's records, opaque here), each with what it held when Gate-1 let its focus through (unknown
+        for a focus it never saw); [] in a world without a commitment."""
         if traj is not self._traj:
             self._traj, self._sent = traj, {}
-        objects: list[FocusObject] = []
+        rules = traj.semantics.commitment
+        if rules is None:
+            return []
+        objects: list[Any] = []
         for i, turn in enumerate(traj.turns):
-            target = focus_target(turn.action)
+            target = rules.target(turn.action)
             if target is None:
                 continue
             look, inventory = self._sent.get((i, turn.action), ("", ""))
-            landed = landed_object(target, turn.observation, look, inventory)
-            if landed is not None and not any(landed.same(o) for o in objects):
+            landed = rules.landed(target, turn.observation, look, inventory)
+            if landed is not None and not any(rules.same(landed, o) for o in objects):
                 objects.append(landed)
         return objects
 
 
-def _places(traj: Trajectory) -> set[str]:
-    return places(traj.current.valid_actions, traj.visited_rooms)
+def _places(traj: Trajectory, rules: CommitmentRules[Any]) -> set[str]:
+    """Never a focus target: the world's places known now, and its ``non_targets`` (the agent, the
+    inventory)."""
+    return traj.semantics.places(traj.current.valid_actions, traj.visited_rooms) | rules.non_targets

@@ -235,7 +235,7 @@ def runtime_constraints(traj: Trajectory, avoid: list[str], judge: FocusJudge | 
     lines = []
     if traj.semantics.commitment_verb is not None:
         done = sorted(focused_targets(traj))
-        limit = focus_limit_for(traj.task_name, traj.task_description, judge)
+        limit = focus_limit_for(traj.semantics, traj.task_name, traj.task_description, judge)
         lines += [
             f"focus actions used: {len(done)} of {limit}" + (f" (on: {', '.join(done)})" if done else ""),
             "never focus on an object the task does not ask for: a wrong focus fails the task",

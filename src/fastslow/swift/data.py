@@ -10,9 +10,11 @@ episode (the Flan-T5 format, ``swift/t5_format.py``) rebuild its trajectory from
 (``replay_rows``), so training renders exactly what inference renders.
 
 Gold paths are written for the full game, so under the "easy" simplification they are rewritten
-before replay (docs/swift.md, "Gold-trajectory dataset"): "open door to X" is dropped (doors start
-open), "go to <room>" becomes "teleport to <room>" and consecutive teleports merge. The rewritten
-path is kept only if it still reaches score 100; otherwise the original path is replayed.
+before replay (docs/swift.md, "Gold-trajectory dataset"): door opening is dropped (doors start open),
+walking becomes teleporting and consecutive teleports merge (``WorldSemantics.simplify_gold``;
+ScienceWorld's rewrite and its gold paths' other spellings, ``gold_spellings``, are in its package,
+``env.scienceworld.gold``). The rewritten path is kept only if it still reaches score 100; otherwise
+the original path is replayed. ScienceWorld's adapter, tasks and scores come through its ``World``.
 
 ``--world textworldexpress`` builds the same rows and files from another world's train gold paths,
 through the world seam (``build_world_gold``, the section at the end); ScienceWorld's path is as it was.
@@ -23,7 +25,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -35,10 +36,6 @@ from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.config import DEFAULT_WORLD, EnvConfig
-from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.semantics import SUCCESS_SCORE
-from fastslow.env.scienceworld.tasks import all_tasks, get_task
-from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.env.tasks import Split
 from fastslow.env.world import get_world
 from fastslow.env.wrappers import Env, TimeLimit
@@ -56,52 +53,30 @@ DEFAULT_PER_TASK = 10
 """Train variations replayed per task: tasks with hundreds of variations are subsampled."""
 REPLAY_STEP_LIMIT = 1000
 
-_POUR = re.compile(r"^pour (.+?) in (?:.+?) in (.+)$")
 
-
-def rename_candidates(action: str) -> list[str]:
-    """Spellings of a gold action that ScienceWorld's valid-action list may use instead."""
-    out: list[str] = []
-    if " in inventory" in action:
-        out.append(action.replace(" in inventory", ""))
-    for a in [action, *out]:
-        if a.startswith("examine "):
-            out.append("look at " + a[len("examine ") :])
-        match = _POUR.match(a)
-        if match:
-            out.append(f"pour {match.group(1)} into {match.group(2)}")
-            out.append(f"pour {match.group(1)} in {match.group(2)}")
-    return out
-
-
-def match_valid(action: str, valid: Sequence[str] | set[str]) -> str | None:
-    """The valid action that a gold action denotes, or None if it has no verbatim/renamed match."""
+def match_valid(
+    action: str, valid: Sequence[str] | set[str], semantics: WorldSemantics | None = None
+) -> str | None:
+    """The valid action that a gold action denotes, or None if it has no verbatim match nor one of the
+    world's other spellings (``WorldSemantics.gold_spellings``; ``semantics`` None: the default
+    world's, ScienceWorld)."""
     pool = valid if isinstance(valid, set) else set(valid)
     if action in pool:
         return action
-    for alt in rename_candidates(action):
+    for alt in (semantics or get_world().semantics).gold_spellings(action):
         if alt in pool:
             return alt
     # Gold paths capitalise some names ("unknown substance B") that the valid list writes lower-case.
     lowered = action.lower()
     if lowered != action:
-        return match_valid(lowered, pool)
+        return match_valid(lowered, pool, semantics)
     return None
 
 
 def rewrite_for_easy(actions: Sequence[str]) -> list[str]:
-    """Drop door opening, teleport instead of walking, merge consecutive teleports."""
-    out: list[str] = []
-    for action in actions:
-        if action.startswith("open door to "):
-            continue
-        if action.startswith("go to "):
-            action = "teleport to " + action[len("go to ") :]
-        if action.startswith("teleport to ") and out and out[-1].startswith("teleport to "):
-            out[-1] = action
-            continue
-        out.append(action)
-    return out
+    """ScienceWorld's gold path rewritten for its "easy" simplification (module docstring; the rewrite is
+    ScienceWorld's, ``WorldSemantics.simplify_gold``)."""
+    return get_world(DEFAULT_WORLD).semantics.simplify_gold(actions)
 
 
 def example(traj: Trajectory, gold: str | None, label: str | None) -> dict[str, Any]:
@@ -129,11 +104,13 @@ def example(traj: Trajectory, gold: str | None, label: str | None) -> dict[str, 
 
 
 def _replay(env: Env, task_id: int, variation: int, path: Sequence[str]) -> list[dict[str, Any]] | None:
-    """Replay ``path``; the rows if it reaches score 100, else None."""
-    info = get_task(task_id)
+    """Replay ``path`` in ScienceWorld; the rows if it reaches score 100, else None."""
+    world = get_world(DEFAULT_WORLD)
     first = env.reset(task_id, variation)
-    traj = Trajectory(task_id, info.name, variation, first.task_description, first, SEMANTICS)
-    return _follow(env, traj, path, SUCCESS_SCORE)
+    traj = Trajectory(
+        task_id, world.task(task_id).name, variation, first.task_description, first, world.semantics
+    )
+    return _follow(env, traj, path, world.semantics.success_score)
 
 
 def _follow(env: Env, traj: Trajectory, path: Sequence[str], success: int) -> list[dict[str, Any]] | None:
@@ -144,7 +121,7 @@ def _follow(env: Env, traj: Trajectory, path: Sequence[str], success: int) -> li
     for action in path:
         if result.done:
             break
-        rows.append(example(traj, action, match_valid(action, result.valid_actions)))
+        rows.append(example(traj, action, match_valid(action, result.valid_actions, traj.semantics)))
         result = env.step(action)
         traj.record(action, "oracle", result)
     return rows if result.score >= success else None
@@ -154,7 +131,7 @@ def replay_episode(env: Env, task_id: int, variation: int) -> tuple[list[dict[st
     """Rows of one gold episode and whether the easy-rewritten path was used."""
     env.reset(task_id, variation, gold=True)
     gold = list(env.gold_actions)
-    rewritten = rewrite_for_easy(gold)
+    rewritten = get_world(DEFAULT_WORLD).semantics.simplify_gold(gold)
     if rewritten != gold:
         rows = _replay(env, task_id, variation, rewritten)
         if rows is not None:
@@ -167,7 +144,7 @@ def select_train_variations(per_task: int, tasks: Sequence[int] | None = None) -
     """Train variations to replay: evenly spread over each task's train split (more object diversity);
     ``per_task`` 0: all of them (3,592)."""
     ranked: list[tuple[int, int, int]] = []
-    for info in all_tasks():
+    for info in get_world(DEFAULT_WORLD).tasks():
         if tasks is not None and info.task_id not in tasks:
             continue
         train = info.variations["train"]
@@ -189,7 +166,8 @@ def _work(out: str, task_id: int, variation: int, simplification: str) -> tuple[
     """Worker: replay one episode with this process's own JVM and write its file atomically."""
     global _WORKER_ENV
     if _WORKER_ENV is None:
-        _WORKER_ENV = TimeLimit(ScienceWorldAdapter(simplification=simplification), REPLAY_STEP_LIMIT)
+        adapter = get_world(DEFAULT_WORLD).make_env(EnvConfig(simplification=simplification))
+        _WORKER_ENV = TimeLimit(adapter, REPLAY_STEP_LIMIT)
     try:
         rows, rewritten = replay_episode(_WORKER_ENV, task_id, variation)
     except EnvError:

@@ -19,7 +19,6 @@ from fastslow.core.hooks import (
     refuse,
 )
 from fastslow.core.proposal import Proposal
-from fastslow.env.scienceworld.semantics import FOCUS
 from fastslow.swift.policy import SafetyPolicy
 
 
@@ -50,8 +49,8 @@ class PolicyHook(LoopHook):
     def before_action(self, candidate: Candidate, view: StepView) -> Candidate:
         # The policy never focuses by answering an ambiguity prompt: the controller's default answer
         # picks the first of several same-named objects, which Swift never chose (swift/policy.py).
-        completes = candidate.answers
-        if self.policy.focus_rule and completes is not None and completes.startswith(f"{FOCUS} "):
+        completes, verb = candidate.answers, self.policy.semantics.commitment_verb
+        if self.policy.focus_rule and completes is not None and verb and completes.startswith(f"{verb} "):
             return refuse(candidate, "policy")
         return candidate
 

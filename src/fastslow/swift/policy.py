@@ -5,12 +5,13 @@ own. Each was measured on train/dev variations (docs/swift.md, "Swift-only agent
 policy" and "Measurements"):
 
 - **No-effect rule**: an action whose last execution changed nothing (no reward, same look and
-  inventory) is not repeated until the state changes. Waiting is exempt (time passes). An action a
+  inventory) is not repeated until the state changes. Waiting is exempt (time passes: the world's
+  ``idle_actions``). An action a
   later check refused (SRM's Gate-1 drop, reported through the controller's hooks: ``refused``) is
   not proposed again in that state either (the task logic hears of it too: ``procedures.logic``).
 - **Loop penalty**: every execution of an action in the last ``window`` steps lowers its score by
   ``repeat_penalty``, so the agent does not oscillate between two states.
-- **No reset**: ScienceWorld's ``reset task`` (``env.semantics.RESET_TASK``) is never chosen: it
+- **No reset**: the world's ``restart_actions`` (ScienceWorld's ``reset task``) are never chosen: it
   erases the goal progress and the focus and does nothing in the world. Without the rule the imitation
   ranker took it in 34 of 259 dev episodes, once the loop penalty had pushed everything else down.
 - **Focus rule**: ``focus on X`` ends the episode with -100 when X is wrong, so Swift may focus only
@@ -22,7 +23,12 @@ policy" and "Measurements"):
   on the same object (the same referent with the same contents: ``env.semantics.focus_repeats``, as
   Gate-1), never by answering an ambiguity prompt, and never on a container's contents the task does
   not name ("substance in metal pot" holding water when the task boils lead;
-  ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too).
+  ``env.semantics.focus_contents_mismatch``, which Gate-1 applies too). The focus is the world's
+  commitment (``WorldSemantics.commitment_verb``) and these rules its ``commitment``
+  (``CommitmentRules``; ScienceWorld's, in its package, over the ``env.scienceworld.semantics``
+  functions named above): a world without one (TextWorldExpress) has no focus rule.
+
+The policy asks the world only through its ``semantics`` (default: the default world's).
 
 The policy reads no task by its name or family (its learnt focus words are keyed by the task, read
 from training): the hand-written task logic (procedures, judgements and
@@ -35,34 +41,26 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
-from fastslow.env.scienceworld.semantics import (
-    AMBIGUOUS,
-    FOCUS,
-    RESET_TASK,
-    FocusObject,
-    arguments,
-    focus_contents_mismatch,
-    focus_repeats,
-    is_focus,
-    landed_object,
-    names_part_of_focus_phrase,
-    task_destinations,
-    teleport_targets,
-    verb_rest,
-    verb_target,
-)
+from fastslow.env.world import get_world
 from fastslow.swift.features import FloatArray, words
 
-_EXEMPT_PREFIXES = ("wait",)
 NAMED_ONLY = "<named-only>"
 """Marker in a task's focus words: its gold focus target is always named in the task description."""
 ANCHORED = "<anchored>"
 """Marker in a task's focus words: every gold focus target shares a word with the task description
 ("egg turtle" for "the 4 life stages of the turtle"), so a target that shares none is refused."""
+
+
+def default_semantics() -> WorldSemantics:
+    """The default world's semantics (``EnvConfig.world``'s default, ScienceWorld): what a policy built
+    without a world plays (the tests' and ``bench swift``'s)."""
+    return get_world().semantics
 
 
 @dataclass
@@ -73,11 +71,14 @@ class SafetyPolicy:
     repeat_penalty: float = 6.0
     window: int = 10
     focus_rule: bool = True
+    semantics: WorldSemantics = field(default_factory=default_semantics)
+    """The world's words (``fastslow.core.semantics``): its idle and restart actions, its commitment verb
+    and ``commitment`` rules (ScienceWorld's focus; None in a world without one: no focus rule)."""
     _blocked: dict[str, tuple[str, str]] = field(default_factory=dict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=50))
     _focused: set[str] = field(default_factory=set)
     """The targets of every focus sent, as written."""
-    _landed: list[FocusObject] = field(default_factory=list)
+    _landed: list[Any] = field(default_factory=list)
     """The objects the confirmed foci landed on, with what they held then (never focused on again)."""
     _missed: set[str] = field(default_factory=set)
     """Focus targets sent that ScienceWorld did not confirm (ambiguous, unknown): not sent again."""
@@ -111,19 +112,22 @@ class SafetyPolicy:
         rooms: set[str],
         current: StepResult | None = None,
     ) -> bool:
-        target = verb_rest(action, FOCUS)
+        rules, verb = self.semantics.commitment, self.semantics.commitment_verb
+        if rules is None or verb is None:
+            return False  # a world without a commitment has no such action to allow
+        target = action[len(verb) + 1 :]
         if target in self._missed or (current is None and target in self._focused):
             return False
-        if current is not None and focus_repeats(target, current.look, current.inventory, self._landed):
+        if current is not None and rules.repeats(target, current.look, current.inventory, self._landed):
             return False  # the same object (its contents included) was focused on already
-        if current is not None and focus_contents_mismatch(
+        if current is not None and rules.contents_mismatch(
             target, current.look, current.inventory, task_description
         ):
             return False  # "substance in metal pot" holding water, in a task about lead
-        base = (arguments(action) or [target])[0]
-        if base in rooms or target in rooms or base in task_destinations(task_description):
+        base = (self.semantics.arguments(action) or [target])[0]
+        if base in rooms or target in rooms or base in rules.destinations(task_description):
             return False
-        if names_part_of_focus_phrase(base, task_description):
+        if rules.names_part_of_phrase(base, task_description):
             return False  # "orange" (the fruit) when the task names "the orange paint"
         learnt = self.focus_words.get(task_name, set())
         described = set(words(task_description))
@@ -148,18 +152,24 @@ class SafetyPolicy:
         for a in recent:
             counts[a] = counts.get(a, 0) + 1
         rooms: set[str] | None = None  # read from the valid actions for the first focus candidate
+        verb, rules = self.semantics.commitment_verb, self.semantics.commitment
         # After ``focus on X`` was ambiguous, a bare number would confirm a focus on an arbitrary object.
-        ambiguous_focus = bool(self._recent) and is_focus(self._recent[-1])
-        ambiguous_focus = ambiguous_focus and current.observation.startswith(AMBIGUOUS)
+        ambiguous_focus = (
+            verb is not None
+            and rules is not None
+            and bool(self._recent)
+            and self._recent[-1].startswith(verb + " ")
+            and rules.asks_which(current.observation)
+        )
         for i, action in enumerate(actions):
             vetoed = (
-                action == RESET_TASK
+                action in self.semantics.restart_actions
                 or (ambiguous_focus and action.isdigit())
                 or self._held(action, fingerprint)
             )
-            if not vetoed and self.focus_rule and action.startswith(FOCUS):
+            if not vetoed and self.focus_rule and verb is not None and action.startswith(verb):
                 if rooms is None:
-                    rooms = teleport_targets(current.valid_actions)
+                    rooms = self.semantics.places(current.valid_actions)
                 vetoed = not self.focus_allowed(action, task_name, current.task_description, rooms, current)
             if vetoed:
                 out[i] = -np.inf
@@ -170,14 +180,16 @@ class SafetyPolicy:
 
     def observe(self, before: StepResult, action: str, after: StepResult) -> None:
         self._recent.append(action)
-        target = verb_target(action, FOCUS)
-        if target is not None:
+        verb, rules = self.semantics.commitment_verb, self.semantics.commitment
+        if verb is not None and rules is not None and action.startswith(verb + " "):
+            target = action[len(verb) + 1 :]
             self._focused.add(target)
-            landed = landed_object(target, after.observation, before.look, before.inventory)
+            landed = rules.landed(target, after.observation, before.look, before.inventory)
             if landed is None:
                 self._missed.add(target)
-            elif not any(landed.same(o) for o in self._landed):
+            elif not any(rules.same(landed, o) for o in self._landed):
                 self._landed.append(landed)
         unchanged = before.look == after.look and before.inventory == after.inventory
-        if after.reward == 0 and unchanged and not action.startswith(_EXEMPT_PREFIXES):
+        # Waiting is exempt: time passes, so the next wait may change what a wait did not.
+        if after.reward == 0 and unchanged and not action.startswith(self.semantics.idle_actions):
             self._blocked[action] = (after.look, after.inventory)

@@ -101,7 +101,7 @@ class T5Swift:
         seen: dict[str, float] = {}
         for action, score in self.generate(text):
             # Snap SwiftSage-style spellings ("examine X", "... in inventory") onto the valid list.
-            snapped = match_valid(action, valid) or action
+            snapped = match_valid(action, valid, traj.semantics) or action
             if snapped not in seen:
                 seen[snapped] = score
         if not seen:
@@ -119,7 +119,8 @@ def seq2seq_pairs(data: Path) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     for rows in read_episodes(data):
         for row, traj in replay_rows(rows, get_world().semantics):
-            target = label_of(str(row["gold_action"]), row["valid_actions"]) or str(row["gold_action"])
+            gold = str(row["gold_action"])
+            target = label_of(gold, row["valid_actions"], traj.semantics) or gold
             pairs.append((render_trajectory(traj), target))
     return pairs
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fastslow.core.proposal import MemoryHint
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.trajectory import Trajectory
 from fastslow.templates import prompt_template
 
@@ -111,19 +112,18 @@ def history_lines(turns: Sequence[TurnView]) -> list[HistoryLine]:
     return lines
 
 
-def _as_go(line: HistoryLine) -> HistoryLine:
-    """A teleport written as a walk: the checkpoint was trained on full-game gold paths, which walk."""
-    if not line.action.startswith("teleport to"):
+def _as_walk(line: HistoryLine, semantics: WorldSemantics) -> HistoryLine:
+    """A teleport written as a walk (``WorldSemantics.walked``): the checkpoint was trained on full-game
+    gold paths, which walk."""
+    walked = semantics.walked(line.action, line.observation)
+    if walked is None:
         return line
-    return HistoryLine(
-        line.action.replace("teleport", "go"),
-        line.observation.replace("teleport", "go"),
-        line.best,
-        line.gain,
-    )
+    return HistoryLine(walked[0], walked[1], line.best, line.gain)
 
 
-def clean_history(lines: Sequence[HistoryLine], renamed: int | None = None) -> list[HistoryLine]:
+def clean_history(
+    lines: Sequence[HistoryLine], semantics: WorldSemantics, renamed: int | None = None
+) -> list[HistoryLine]:
     """SwiftSage's history cleaning, as its loop applies it at a Swift call.
 
     Examine actions are dropped; teleports read as "go to"; an action that recurs within the next two
@@ -133,7 +133,7 @@ def clean_history(lines: Sequence[HistoryLine], renamed: int | None = None) -> l
     earlier call saw; by default all but the newest (Swift asked at every state, as in training). (Its
     rules for negative scores never fire: the loop's recorded scores are never negative.)
     """
-    walked = [_as_go(line) for line in lines]
+    walked = [_as_walk(line, semantics) for line in lines]
     before = len(lines) - 1 if renamed is None else renamed
     compared = [(walked[i] if i < before else line).action for i, line in enumerate(lines)]
     kept: list[HistoryLine] = []
@@ -217,6 +217,8 @@ def render_v4(
     visited_rooms: Sequence[str],
     memories: Sequence[MemoryHint] = (),
     renamed: int | None = None,
+    *,
+    semantics: WorldSemantics,
 ) -> str:
     """The T5 input for one state.
 
@@ -227,7 +229,7 @@ def render_v4(
     question, and without them the input is SwiftSage's byte for byte. ``renamed``: see
     ``clean_history`` (its lines count SwiftSage's seed line).
     """
-    history = clean_history(history_lines(turns), renamed)
+    history = clean_history(history_lines(turns), semantics, renamed)
     text = prompt_template(TEMPLATE).render(
         task=task_text(task_description),
         time=steps + 1,
@@ -260,6 +262,7 @@ def render_trajectory(
         traj.visited_rooms,
         memories or (),
         renamed,
+        semantics=traj.semantics,
     )
 
 

@@ -36,7 +36,6 @@ import numpy.typing as npt
 
 from fastslow.core.semantics import WorldSemantics
 from fastslow.env.config import DEFAULT_WORLD
-from fastslow.env.scienceworld.semantics import FOCUS, arguments, verb_of, verb_target
 from fastslow.env.world import get_world
 from fastslow.errors import UsageError
 from fastslow.swift.data import MANIFEST, match_valid, read_rows
@@ -50,16 +49,19 @@ from fastslow.swift.features import (
     words,
 )
 from fastslow.swift.imitation import MEMORY_WEIGHTS, SwiftWeights, dense_global_index
-from fastslow.swift.policy import ANCHORED, NAMED_ONLY
+from fastslow.swift.policy import ANCHORED, NAMED_ONLY, default_semantics
 
 Float64Array = npt.NDArray[np.float64]
 
 
-def label_of(gold: str, valid: Sequence[str]) -> str | None:
-    """The valid action a gold action denotes (see module docstring), or None."""
-    direct = match_valid(gold, valid)
+def label_of(gold: str, valid: Sequence[str], semantics: WorldSemantics | None = None) -> str | None:
+    """The valid action a gold action denotes (see module docstring), or None; read with the world's
+    ``semantics`` (None: the default world's, ScienceWorld)."""
+    semantics = semantics or default_semantics()
+    direct = match_valid(gold, valid, semantics)
     if direct is not None:
         return direct
+    verb_of = semantics.verb_of
     verb = verb_of(gold)
     gold_words = gold.lower().split()
     named = set(gold_words) - _FUNCTION_WORDS
@@ -125,8 +127,14 @@ def head_object(action: str, verb: str) -> str:
     """The first object an action names, before any relation word: ("look at apple tree in the adult
     stage in pot 6", "look at") -> "apple tree"; ("move seed on plant to cup", "move") -> "seed";
     ("look at flower pot containing apple seed", "look at") -> "flower pot"."""
-    target = verb_target(action, verb)
+    target = _after(action, verb)
     return _HEAD_END.split(action if target is None else target, maxsplit=1)[0]
+
+
+def _after(action: str, verb: str) -> str | None:
+    """The text after ``verb`` and one space, as written; None when ``action`` does not start so."""
+    prefix = verb + " "
+    return action[len(prefix) :] if action.startswith(prefix) else None
 
 
 @dataclass
@@ -185,18 +193,21 @@ def _rows(data: Path | Sequence[Path], only: Collection[str] | None) -> Iterator
 @dataclass
 class FocusVocabulary:
     """Per task, the words of the objects gold paths focus on (the safety policy's focus rule), whether
-    those objects are named in the task description, and whether they share a word with it."""
+    those objects are named in the task description, and whether they share a word with it. The focus
+    is the world's commitment (``WorldSemantics.commitment_verb``): a world without one has none."""
 
+    semantics: WorldSemantics = field(default_factory=default_semantics)
     found: dict[str, set[str]] = field(default_factory=dict)
     named: dict[str, list[bool]] = field(default_factory=dict)
     anchored: dict[str, list[bool]] = field(default_factory=dict)
 
     def add(self, task_name: str, task_description: str, label: str) -> None:
         """Note a gold step's label (in the valid list's spelling) if it is a focus."""
-        focused = verb_target(label, FOCUS)
+        verb = self.semantics.commitment_verb
+        focused = None if verb is None else _after(label, verb)
         if focused is None:
             return
-        target = words((arguments(label) or [focused])[0])
+        target = words((self.semantics.arguments(label) or [focused])[0])
         self.found.setdefault(task_name, set()).update(target)
         described = set(words(task_description))
         self.named.setdefault(task_name, []).append(set(target) <= described)
@@ -206,9 +217,11 @@ class FocusVocabulary:
         """Note the gold focus steps of whole datasets (only their focus rows are labelled); returns how
         many focus steps were read."""
         seen = 0
+        verb = self.semantics.commitment_verb
         for row in _rows(data, None):
             gold = str(row["gold_action"])
-            label = label_of(gold, row["valid_actions"]) if verb_target(gold, FOCUS) is not None else None
+            focus = verb is not None and _after(gold, verb) is not None
+            label = label_of(gold, row["valid_actions"], self.semantics) if focus else None
             if label is not None:
                 self.add(str(row["task_name"]), str(row["task_description"]), label)
                 seen += 1
@@ -242,13 +255,13 @@ def load_examples(
     ``focus_data``: gold datasets read for their focus steps only (more of the objects a task focuses on,
     without changing the examples)."""
     examples: list[Example] = []
-    vocabulary = FocusVocabulary()
+    vocabulary = FocusVocabulary(table.semantics)
     total = matched = 0
     for row in _rows(data, only):
         total += 1
         gold = str(row["gold_action"])
         valid = row["valid_actions"]
-        label = label_of(gold, valid)
+        label = label_of(gold, valid, table.semantics)
         if label is None:
             continue
         matched += 1

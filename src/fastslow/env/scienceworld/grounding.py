@@ -1,21 +1,9 @@
-"""Grounding free-text actions to ScienceWorld's valid-action set (paper §3, SwiftSage's action grounding).
-
-Sage writes actions in its own words; only exact valid-action strings reach the environment. An action
-is first cleaned (case, quotes, trailing punctuation: ``fastslow.env.scienceworld.semantics.clean``,
-which keeps every word) and rewritten with a few ScienceWorld synonyms, then matched exactly, then
-by rapidfuzz similarity with a score cutoff, so a near miss ("pick up the thermometer") maps to the
-valid string and nonsense is dropped instead of wasting an env step.
-"""
+"""SwiftSage's synonyms for Sage's grounding on ScienceWorld (``WorldSemantics.paraphrases``; the
+grounder itself is ``fastslow.controller.grounding``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-from rapidfuzz import fuzz, process, utils
-
-from fastslow.env.scienceworld.semantics import clean
 
 # Rewrites that make common paraphrases match ScienceWorld's wording (why: the valid set says
 # "look at", "teleport to", "into"; models often write "examine", "go to", "in").
@@ -31,65 +19,13 @@ _SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Grounded:
-    action: str
-    """The valid action chosen."""
-    score: float
-    """rapidfuzz similarity 0-100 (100 for an exact or normalized match)."""
-    exact: bool
-    """True when the text matched a valid action exactly after normalization."""
-
-
-class Grounder:
-    """Maps text to the closest valid action; one instance per valid-action set (cheap to build)."""
-
-    def __init__(self, valid_actions: Sequence[str]) -> None:
-        self.valid = tuple(valid_actions)
-        self._valid_set = frozenset(self.valid)
-        self._norm: dict[str, str] | None = None
-
-    @property
-    def _by_norm(self) -> dict[str, str]:
-        # Built on the first text that is not a valid action as written: most timesteps never need it.
-        if self._norm is None:
-            self._norm = {}
-            for action in self.valid:
-                self._norm.setdefault(clean(action), action)
-        return self._norm
-
-    def _variants(self, action: str) -> list[str]:
-        base = clean(action)
-        out = [base]
-        rewritten = base
-        for pattern, repl in _SYNONYMS:
-            rewritten = pattern.sub(repl, rewritten)
-        out.append(" ".join(rewritten.split()))
-        if base.startswith("go to "):
-            out.append("teleport to " + base[len("go to ") :])
-        return out
-
-    def ground(self, action: str, cutoff: float) -> Grounded | None:
-        """The valid action ``action`` means, or None when nothing scores at least ``cutoff``."""
-        if not action.strip() or not self.valid:
-            return None
-        if action in self._valid_set:
-            return Grounded(action, 100.0, True)
-        variants = self._variants(action)
-        for variant in variants:
-            if variant in self._by_norm:
-                return Grounded(self._by_norm[variant], 100.0, True)
-        best: Grounded | None = None
-        for variant in variants:
-            # token_sort_ratio tolerates word order ("put down X" vs "X put down") but, unlike WRatio,
-            # does not give a short valid action a high score just for being contained in a long text.
-            match = process.extractOne(
-                variant,
-                self.valid,
-                scorer=fuzz.token_sort_ratio,
-                processor=utils.default_process,
-                score_cutoff=cutoff,
-            )
-            if match is not None and (best is None or match[1] > best.score):
-                best = Grounded(match[0], float(match[1]), False)
-        return best
+def paraphrases(action: str) -> tuple[str, ...]:
+    """A cleaned action rewritten with the synonyms (always one text, maybe equal to ``action``), and
+    with "go to X" also as "teleport to X"."""
+    rewritten = action
+    for pattern, repl in _SYNONYMS:
+        rewritten = pattern.sub(repl, rewritten)
+    out = [" ".join(rewritten.split())]
+    if action.startswith("go to "):
+        out.append("teleport to " + action[len("go to ") :])
+    return tuple(out)

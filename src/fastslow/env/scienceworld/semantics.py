@@ -60,6 +60,7 @@ from fastslow.core.semantics import (
 from fastslow.core.semantics import (
     SWIFTSAGE_FAILURES as SWIFTSAGE_FAILURES,
 )
+from fastslow.core.text import clean as clean
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -120,11 +121,6 @@ def _wordset(text: str) -> frozenset[str]:
 
 STOPWORDS = FUNCTION_WORDS
 """Function words that name no object (``core.semantics.FUNCTION_WORDS``)."""
-RECORD_STOPWORDS = STOPWORDS | _wordset(
-    """are as at be by for has have here its or their then there these this was were which you your
-    called room see also contains containing nothing"""
-)
-"""AMM record search: words in nearly every ScienceWorld text, matching on them only costs search time."""
 DESCRIPTION_STOPWORDS = (STOPWORDS - {"into"}) | _wordset(
     """your task at for or then first next when after before this these those its be are will which what
     if than some any all each you can has have focus thing things object objects located around found
@@ -138,9 +134,6 @@ _ARTICLES = frozenset({"a", "an", "the"})
 # Punctuation a model adds around an action; hyphens stay ("green-blue paint"), so do digits.
 _PUNCT = re.compile(r"[\"'`.,;:!?()\[\]{}*]")
 _SPACES = re.compile(r"\s+")
-_QUOTES = re.compile(r"[`\"“”‘’*]")
-_TRAILING = re.compile(r"[\s.;:!,]+$")
-_EDGE_APOSTROPHES = re.compile(r"^'+|'+$")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -148,15 +141,6 @@ def normalize(action: str) -> str:
     """Canonical form: lower case, no punctuation or articles, single spaces."""
     text = _PUNCT.sub(" ", action.lower())
     return " ".join(w for w in _SPACES.split(text) if w and w not in _ARTICLES)
-
-
-@lru_cache(maxsize=1 << 16)
-def clean(action: str) -> str:
-    """Lower-case, unquoted, single-spaced action text (no trailing punctuation); every word kept."""
-    text = _QUOTES.sub("", action).strip().lower()
-    text = _TRAILING.sub("", text)
-    text = _EDGE_APOSTROPHES.sub("", text)
-    return " ".join(text.split())
 
 
 def verb_of_normalized(norm: str) -> str:
@@ -228,21 +212,6 @@ CANCELLED = "Unknown action."
 """Start of ScienceWorld's reply when an ambiguity prompt was answered with anything but an option number."""
 DEFAULT_FAILURE_MARKERS: tuple[str, ...] = ("can't", "not", "doesn't")
 """SwiftSage's failure-message words; ``env.failure_markers`` in the run configuration defaults to these."""
-CRITIC_REFUSALS: tuple[str, ...] = (
-    "no known action matches",
-    "you can't",
-    "you cannot",
-    "not allowed",
-    "doesn't seem possible",
-    "invalid action",
-)
-"""Phrases (lower case, substrings) of an observation that refuses the action, as the paper authors'
-Critic block reads them: AMM's fresh Critic evidence leaves out a record whose observation holds one."""
-CRITIC_FAILURE_SIGNAL: tuple[str, ...] = (*CRITIC_REFUSALS[:5], "not possible", "cannot")
-"""Phrases (lower case, substrings) of the last two observations that are the authors' failure signal of
-the recent history: AMM's fresh Critic evidence then includes an avoidance memory."""
-
-
 _NO_EFFECT = re.compile(r"\balready\b|\bnothing to\b|\bno items to\b", re.IGNORECASE)
 _CANNOT = re.compile(r"\bcannot\b")
 

@@ -5,8 +5,12 @@ needs the adapter and the JVM.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from fastslow.env.scienceworld import tasks
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.env.scienceworld.tasks import TEST_EPISODES_PER_TASK
 
@@ -14,7 +18,7 @@ from fastslow.env.scienceworld.tasks import TEST_EPISODES_PER_TASK
 def build_task_table(progress: Any = None) -> dict[str, Any]:
     """Recompute the task table from ScienceWorld (loads every task; gold paths of the test set).
 
-    This is what ``fastslow data tasks`` runs to regenerate ``env/data/tasks.json``.
+    This is what ``fastslow data tasks`` runs to regenerate ``data/tasks.json`` (``write_task_table``).
     """
     from scienceworld.constants import TASKS as SW_TASKS
 
@@ -56,3 +60,13 @@ def build_task_table(progress: Any = None) -> dict[str, Any]:
         "simplification": "easy",
         "tasks": rows,
     }
+
+
+def write_task_table(out: Path | None, say: Callable[[str], None]) -> Path:
+    """``World.rebuild_task_table``: ``build_task_table`` written as JSON to ``out`` (default: the
+    packaged ``data/tasks.json`` that ``tasks`` reads), one ``say`` line per task loaded; the path
+    written."""
+    target = out or Path(tasks.__file__).parent / "data" / tasks.TASKS_FILE
+    table = build_task_table(lambda i, name: say(f"task {i:2d} {name}"))
+    target.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    return target

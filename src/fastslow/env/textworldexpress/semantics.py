@@ -37,8 +37,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from fastslow.core.semantics import Feedback, WorldEvidence
+from fastslow.core.semantics import FUNCTION_WORDS, CommitmentRules, Feedback, PromptFacts, WorldEvidence
+
+if TYPE_CHECKING:
+    from fastslow.core.authors import AuthorsProfile
 
 # -- scores --------------------------------------------------------------------------------------------
 SUCCESS_SCORE = 100
@@ -282,6 +286,58 @@ def exploration_moves(look: str, valid_actions: Sequence[str], visited: Iterable
     return out
 
 
+PROMPT_FACTS = PromptFacts(
+    agent="plays text games in TextWorldExpress, a text world of rooms, objects and small tasks",
+    critic_world="TextWorldExpress, a text game of rooms, objects and small tasks",
+    action_forms=(
+        "look around | inventory | task | examine OBJ | read OBJ",
+        "move LOC | open door to LOC | open OBJ | close OBJ",
+        "take OBJ | put OBJ in OBJ | eat OBJ | cook OBJ in OBJ | slice OBJ | chop OBJ | dice OBJ",
+        'prepare meal | a gesture the task names (Simon says: "touch your nose", "wave hello", ...)',
+    ),
+    places_word="a direction: north, south, east or west",
+    rules=(
+        "Use actions and object names exactly as the observations write them.",
+        "Some actions fail the task (eating an object the task does not ask for, a wrong Simon says).",
+    ),
+    example_actions=(
+        ("open door to north", "You open the door, revealing the kitchen."),
+        ("move north", "You are in the kitchen."),
+    ),
+    navigation_forms=("move", "open door to"),
+    first_words=frozenset(
+        {
+            *["look", "inventory", "task", "examine", "read", "move", "go", "walk", "open", "close"],
+            *["take", "pick", "get", "put", "place", "drop", "eat", "cook", "slice", "chop", "dice"],
+            *["prepare", "smell", "touch"],
+            *(gesture.split()[0] for gesture in GESTURES),
+        }
+    ),
+    func_joiners=(("put", "in"), ("cook", "in")),
+)
+"""What Sage's and the Critic's prompts say about TextWorldExpress (its action forms are the verbs of
+the eight games' gold paths, ``data/gold-train.json``)."""
+ACTION_WORD = "[a-zA-Z0-9-]{1,30}"
+"""One word of a TWX action: letters, digits and hyphens ("take clean teal T-shirt")."""
+
+
+_DESCRIPTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_INSTRUCTION_WORDS = """your task at for or then first next when after before this these those its be are
+will which what if than some any all each you can has have focus thing things object objects located around
+found might near location complete completed done part way take actions cause change make until"""
+DESCRIPTION_STOPWORDS = (FUNCTION_WORDS - {"into"}) | frozenset(_INSTRUCTION_WORDS.split())
+"""Words of a task description that name no object (English instruction words: "Your task is to take
+the coin that is located in the alley"). The rules Critic has ranked its TextWorldExpress candidates
+with exactly this set since it first ran there (ScienceWorld's list, docs/worlds.md's measurements), so
+it is kept as it is."""
+
+
+def content_words(text: str) -> set[str]:
+    """Words of ``text`` that can name an object: not ``DESCRIPTION_STOPWORDS``, two letters or more."""
+    found = _DESCRIPTION_WORD.findall(text.lower())
+    return {w for w in found if w not in DESCRIPTION_STOPWORDS and len(w) > 1}
+
+
 class TextWorldExpressSemantics:
     """TextWorldExpress's answers to ``fastslow.core.semantics.WorldSemantics`` (module docstring)."""
 
@@ -308,6 +364,10 @@ class TextWorldExpressSemantics:
     @staticmethod
     def arguments(action: str) -> list[str]:
         return arguments(action)
+
+    @staticmethod
+    def content_words(text: str) -> set[str]:
+        return content_words(text)
 
     critic_verbs: Mapping[str, int] = CRITIC_VERBS
 
@@ -347,6 +407,47 @@ class TextWorldExpressSemantics:
     def classify_feedback(observation: str, markers: Iterable[str] | None = None) -> Feedback:
         """Rules, not words: ``markers`` is ignored (module docstring)."""
         return classify_feedback(observation)
+
+    commitment: CommitmentRules[Any] | None = None
+    """No commitment verb, so no commitment rules: Swift's focus rule stays silent."""
+    restart_actions: frozenset[str] = frozenset()
+    """No action restarts a game."""
+    invalid_reply: str | None = None
+    """Two replies (``UNKNOWN_ACTION``, ``NOT_A_COMMAND``), so no one exact text."""
+    observe_only = OBSERVE_ONLY
+
+    @staticmethod
+    def gold_spellings(action: str) -> list[str]:
+        """[]: TWX's gold paths are written in its valid list's own spelling."""
+        return []
+
+    @staticmethod
+    def simplify_gold(actions: Sequence[str]) -> list[str]:
+        """The path as it is: TWX's benchmark has no simplified settings to rewrite for."""
+        return list(actions)
+
+    authors: AuthorsProfile | None = None
+    """The paper authors' profile is ScienceWorld's (``fastslow.core.authors``)."""
+    prompt_facts = PROMPT_FACTS
+    rooms: tuple[str, ...] = ()
+    """Each game draws its own rooms: they are learnt by looking."""
+    idle_actions: tuple[str, ...] = ()
+    action_word = ACTION_WORD
+
+    @staticmethod
+    def paraphrases(action: str) -> tuple[str, ...]:
+        """The alias table's repair of the action (``rewrite``: "pick up key" -> "take key")."""
+        return (rewrite(normalize(action)),)
+
+    @staticmethod
+    def walked(action: str, observation: str) -> tuple[str, str] | None:
+        """None: TextWorldExpress only walks."""
+        return None
+
+    @staticmethod
+    def ambiguity_options(observation: str) -> dict[str, str]:
+        """{}: TWX has no ambiguity prompt."""
+        return {}
 
 
 SEMANTICS = TextWorldExpressSemantics()

@@ -24,6 +24,7 @@ first reset. ScienceWorld-only settings are refused by ``EnvConfig`` before a wo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,10 @@ from fastslow.env.wrappers import Env
 from fastslow.errors import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from fastslow.core.authors import Demo
+    from fastslow.env.bench import AdapterBench, SampleText
     from fastslow.env.config import EnvConfig
     from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
     from fastslow.env.textworldexpress.training import TrainingGold
@@ -172,10 +177,68 @@ class TextWorldExpress:
         """The game's own limit (benchmark.yaml), or ``configured`` when that is smaller."""
         return min(self.benchmark.game(task_id)[1].step_limit, configured)
 
+    def sage_demos(self, task_id: int) -> tuple[Demo, ...]:
+        """One solved train episode per game (``demos``: the median-length cached gold path)."""
+        from fastslow.env.textworldexpress.demos import demos_for
+
+        return demos_for(task_id)
+
     def replay_caveat(self, env: EnvConfig) -> str | None:
         """None: a game is a function of its seed and the actions (only the gold-path generator of twc
         and coin draws differently between calls, and a replay does not ask for gold paths)."""
         return None
+
+    def bench_env(self, tasks: str | None, steps: int | None, say: Callable[[str], None]) -> AdapterBench:
+        """Random valid actions through ``textworld_express``'s own API and the adapter
+        (``bench.adapter_bench``); takes ``--steps``, refuses ``--tasks`` (every game is played)."""
+        from fastslow.env.textworldexpress.bench import adapter_bench
+
+        return adapter_bench(tasks, steps, say)
+
+    #: None: ``fastslow bench memory``'s synthetic records are ScienceWorld-shaped; no TextWorldExpress
+    #: text is sampled for them.
+    sample_text: SampleText | None = None
+
+    def rebuild_task_table(self, out: Path | None, say: Callable[[str], None]) -> Path:
+        """Refused: the tasks are ``benchmark.yaml``'s games, and their gold-path lengths come from the
+        gold cache (``python -m fastslow.env.textworldexpress.gold``)."""
+        raise UsageError(
+            "data tasks rebuilds ScienceWorld's task table; TextWorldExpress's tasks are the games of its "
+            "benchmark.yaml (gold paths: python -m fastslow.env.textworldexpress.gold)"
+        )
+
+    def task_procedures(self) -> None:
+        """None: no hand-written task logic for TextWorldExpress's games (``procedures.enabled`` changes
+        nothing here)."""
+        return None
+
+    def focus_judge(self) -> None:
+        """None: no focus, so no task-specific focus rules."""
+        return None
+
+    def rebuild_knowledge(
+        self,
+        name: str,
+        out: Path | None,
+        tasks: Sequence[int] | None,
+        per_task: int | None,
+        say: Callable[[str], None],
+        commit: str | None,
+    ) -> tuple[Path, dict[str, int]]:
+        """sage-demos: one solved train episode per game for Sage's prompt (``demos.build_demos``). The
+        rest is refused: TextWorldExpress has no hand-written task logic, so no knowledge files."""
+        if name == "sage-demos":
+            import json
+
+            from fastslow.env.textworldexpress.demos import build_demos, demos_path
+
+            data = build_demos(tasks, progress=say, commit=commit)
+            target = out or demos_path()
+            target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            return target, {"tasks": len(data["demos"]), "demos": sum(len(d) for d in data["demos"].values())}
+        raise UsageError(
+            f"data {name} builds a knowledge file of ScienceWorld's task logic; TextWorldExpress has none"
+        )
 
 
 WORLD: World = TextWorldExpress()

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastslow.core.focus import FocusJudge
+from fastslow.core.semantics import WorldSemantics
 from fastslow.core.trajectory import Trajectory, Turn
-from fastslow.env.scienceworld.semantics import ACTION_WORDS, NAVIGATION_VERBS, ROOMS, focus_target, verb_of
 from fastslow.events import EventSink, ListSink, StagnationReport
 from fastslow.models import ChatModel, Constraint, Message, call_model, estimate_tokens
 from fastslow.models.shape import ConstrainMode, ListShape
@@ -39,16 +39,28 @@ _MIN_LISTED = 20
 
 _AIR_OR_AGENT = re.compile(r"\b(?:air|agent)\b")
 _INSPECTION = re.compile(r"^(?:look at|examine) (.+)$")
-MOVE_PREFIXES = ("go to ", "teleport to ", "open door to ")
-"""What the authors count as a navigation action in a Critic answer (and in their detector)."""
+
+
+def move_prefixes(semantics: WorldSemantics) -> tuple[str, ...]:
+    """What the authors count as a navigation action in a Critic answer (and in their detector): an
+    action starting with one of the world's navigation forms (``PromptFacts.navigation_forms``)."""
+    return tuple(f"{form} " for form in semantics.prompt_facts.navigation_forms)
+
+
+def commitment_target(action: str, semantics: WorldSemantics) -> str | None:
+    """X of an action "<the world's commitment verb> X", as written (None for any other action)."""
+    verb = semantics.commitment_verb
+    prefix = f"{verb} "
+    return action[len(prefix) :].strip() if verb is not None and action.startswith(prefix) else None
 
 
 def critic_action_list(traj: Trajectory) -> list[str]:
     """The valid actions the authors' Critic sees and may answer with, sorted: the state's valid set
     minus every look (the look text is in the prompt already), inspections of a room and actions naming
-    the air or the agent; ``wait`` stays, and an empty result falls back to the whole set."""
+    the air or the agent; the world's first idle action (``wait``) stays, and an empty result falls back
+    to the whole set."""
     valid = sorted(traj.current.valid_actions)
-    rooms = set(ROOMS) | set(traj.visited_rooms)
+    rooms = set(traj.semantics.rooms) | set(traj.visited_rooms)
     kept: list[str] = []
     for action in valid:
         norm = " ".join(action.lower().split())
@@ -58,15 +70,15 @@ def critic_action_list(traj: Trajectory) -> list[str]:
         if inspected is not None and inspected.group(1) in rooms:
             continue
         kept.append(action)
-    if "wait" in valid and "wait" not in kept:
-        kept.append("wait")
+    for idle in traj.semantics.idle_actions[:1]:
+        if idle in valid and idle not in kept:
+            kept.append(idle)
     return kept or valid
 
 
-def _navigation_count(turns: Sequence[Turn]) -> int:
-    return sum(
-        1 for t in turns if verb_of(t.action) in NAVIGATION_VERBS or t.action.startswith(MOVE_PREFIXES)
-    )
+def _navigation_count(turns: Sequence[Turn], semantics: WorldSemantics) -> int:
+    moves, navigation = move_prefixes(semantics), semantics.navigation_verbs
+    return sum(1 for t in turns if semantics.verb_of(t.action) in navigation or t.action.startswith(moves))
 
 
 def authors_constraints(
@@ -79,12 +91,13 @@ def authors_constraints(
     lines = [f"focus actions used: {used} of {limit}"]
     if used >= limit:
         lines.append("no focus action may be proposed: the focus budget is used up")
-    if NAVIGATION_LOOP in report.patterns or _navigation_count(traj.recent(5)) >= 3:
+    if NAVIGATION_LOOP in report.patterns or _navigation_count(traj.recent(5), traj.semantics) >= 3:
         lines.append("navigation is strongly disfavoured: move only when nothing else can make progress")
     recent = [t.action for t in traj.recent(3)]
     if recent:
         lines.append(f"avoid repeating the last actions unless one is a needed step: {'; '.join(recent)}")
-    lines.append("at most one navigation action (go to / teleport to / open door to) in the list")
+    forms = " / ".join(traj.semantics.prompt_facts.navigation_forms)
+    lines.append(f"at most one navigation action ({forms}) in the list")
     return lines
 
 
@@ -119,7 +132,7 @@ def render_critic_prompt(
     focus = [
         a
         for a in cur.valid_actions
-        if (target := focus_target(a)) is not None
+        if (target := commitment_target(a, traj.semantics)) is not None
         and target not in rooms
         and (judge is None or judge.names_target(traj.task_name, traj.task_description, target))
     ]
@@ -157,6 +170,7 @@ class _Prompt:
             all_actions=all_actions,
             of_total=of_total,
             max_actions=self.max_actions,
+            world=self.traj.semantics.prompt_facts,
         )
 
 
@@ -230,13 +244,14 @@ def parse_critic_reply(text: str) -> tuple[str, list[str]]:
     return " ".join(d for d in diagnosis if d), actions
 
 
-def critic_shape(max_actions: int) -> ListShape:
+def critic_shape(max_actions: int, semantics: WorldSemantics) -> ListShape:
     """The answer ``parse_critic_reply`` reads, as the prompt asks for it: ``Diagnosis: ...``,
     ``Correction: ...`` (one line each, no longer than ``REASON_CHARS``), ``Actions:``, then 1 to
-    ``max_actions`` lines ``n. action`` (an action's words, ``semantics.ACTION_WORDS``)."""
+    ``max_actions`` lines ``n. action`` (up to 20 of the world's ``action_word``, one space apart)."""
     reason = f" [^\\n]{{1,{REASON_CHARS}}}"
+    word = semantics.action_word
     return ListShape(
-        item=ACTION_WORDS,
+        item=f"{word}(?: {word}){{0,19}}",
         most=max_actions,
         label="{n}. ",
         header=(DIAGNOSIS + reason, CORRECTION + reason, ACTIONS),
@@ -261,7 +276,7 @@ def critic_constraint(
     that ``parse_critic_reply`` reads back as itself (the ``format`` shape when there is none)."""
     if mode == "none":
         return None
-    shape = critic_shape(max_actions)
+    shape = critic_shape(max_actions, traj.semantics)
     if mode == "format":
         return shape.constraint()
     first = shape.label.format(n=1)

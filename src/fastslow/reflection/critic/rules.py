@@ -14,7 +14,6 @@ import re
 from fastslow.core.trajectory import Trajectory
 from fastslow.events import StagnationReport
 from fastslow.reflection.critic.base import MemoryFetch
-from fastslow.reflection.focus import content_words
 from fastslow.vocab import NAVIGATION_LOOP
 
 _LAST_OBJECT = re.compile(r" (?:to|into|on|in) ")
@@ -30,6 +29,7 @@ def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
     """Valid actions on objects the task description names: useful verbs first, then more words shared
     with the task, then shorter. Actions on rooms ("move x to kitchen", "look at kitchen") and burning
     things ("use lighter on x") are left out: they rarely help and can destroy what the task needs."""
+    content_words = traj.semantics.content_words
     words = content_words(traj.task_description)
     rooms = room_names(traj)
     scored = []
@@ -52,6 +52,7 @@ def relevant_actions(traj: Trajectory, limit: int) -> list[str]:
 def unvisited_rooms(traj: Trajectory) -> list[str]:
     """Actions towards places not seen yet (``WorldSemantics.exploration_moves``: ScienceWorld's
     teleports), those naming a word of the task first."""
+    content_words = traj.semantics.content_words
     words = content_words(traj.task_description)
     cur = traj.current
     fresh = traj.semantics.exploration_moves(cur.look, cur.valid_actions, traj.visited_rooms)

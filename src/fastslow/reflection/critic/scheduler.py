@@ -30,7 +30,7 @@ from fastslow.events import CriticCall, CriticEffect, EventSink, StagnationRepor
 from fastslow.models import ChatModel
 from fastslow.reflection.config import CriticConfig
 from fastslow.reflection.critic.base import CriticBackend, MemoryFetch
-from fastslow.reflection.critic.llm import MOVE_PREFIXES, LlmCritic, answerable
+from fastslow.reflection.critic.llm import LlmCritic, answerable, move_prefixes
 from fastslow.reflection.critic.rules import RulesCritic
 
 
@@ -243,7 +243,8 @@ class Critic:
             # Right after a step the authors compare with that step's action and the three before it;
             # when the buffer ran dry, with the last three.
             recent = {_norm(t.action) for t in traj.recent(3 if deferred else 4)}
-            if all(a in recent for a in norm) or all(a.startswith(MOVE_PREFIXES) for a in norm):
+            moves = move_prefixes(traj.semantics)
+            if all(a in recent for a in norm) or all(a.startswith(moves) for a in norm):
                 return "low_quality_output"
         if cfg.backoff_on == "same_state_actions" and self._last_answer == (_signature(traj), tuple(norm)):
             self._disabled_until = max(self._disabled_until, clock + cfg.backoff)

@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
+from fastslow.env.scienceworld.procedures.tasks import PowerTask, known_sources
 from fastslow.env.scienceworld.semantics import focus_on, object_names, room_called, teleport_to
-from fastslow.procedures.tasks import PowerTask, known_sources
 
 PARTS_ROOM = "workshop"
 DEFAULT_SOURCE = "battery"

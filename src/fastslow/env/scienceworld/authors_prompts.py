@@ -1,5 +1,5 @@
-"""The content of Sage's prompts as the paper's authors build it (paper §3, Sage; ``controller.sage.prompt:
-authors``).
+"""The content of Sage's prompts as the paper's authors build it on ScienceWorld (paper §3, Sage;
+``controller.sage.prompt: authors``), part of ScienceWorld's ``AuthorsProfile`` (``authors``).
 
 The paper's numbers come from its authors' code (a SwiftSage v1 fork: ``compose_prompt_to_plan`` and
 ``compose_prompt_to_nextactions`` in their ``eval_utils.py``), which decides what Sage reads: which
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fastslow.core.authors import GroundEntry, HistoryGrammarError, PlanEntry
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.scienceworld import valid
 from fastslow.env.scienceworld.func_actions import to_func
@@ -47,11 +48,6 @@ ACTION_TYPES: tuple[tuple[str, str, str], ...] = (
 )
 """The action types the grounding prompt may list (the authors' list: LOOK, SEE, GO and the door
 actions are never offered), in their order: (name, signature, our description)."""
-
-
-class HistoryGrammarError(ValueError):
-    """A history action with no FUNC form: the authors' grounding prompt cannot be built (their
-    ``formalize_action`` returns None and the next line fails), so their Sage round ends as an error."""
 
 
 @dataclass(frozen=True)
@@ -103,20 +99,6 @@ def clean_look(look: str, lite: bool) -> list[str]:
                 line = line[:cut].strip()
         out.append(line)
     return out
-
-
-@dataclass(frozen=True)
-class PlanEntry:
-    """One line of the planning prompt's history (the authors' numbered observations)."""
-
-    observation: str = ""
-    room: str = ""
-    action: str = ""
-    """Empty in lite form and for moves."""
-    moved: bool = False
-    """A move between rooms: the observation alone."""
-    repeats: int = 0
-    """> 0: "the step above was repeated this many times" (no observation)."""
 
 
 def _plan_key(entry: PlanEntry, lite: bool) -> str:
@@ -184,16 +166,6 @@ def plan_history(traj: Trajectory, lite: bool) -> list[PlanEntry]:
             )
         )
     return final
-
-
-@dataclass(frozen=True)
-class GroundEntry:
-    """One line of the grounding prompt's history: an action in FUNC form, or a repeat count."""
-
-    room: str = ""
-    func: str = ""
-    observation: str = ""
-    repeats: int = 0
 
 
 def ground_history(traj: Trajectory, demo_lines: Sequence[str], last: int, strict: bool) -> list[GroundEntry]:

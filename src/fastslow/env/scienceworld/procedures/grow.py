@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from fastslow.core.step import StepResult
+from fastslow.env.scienceworld.procedures.tasks import GrowTask, object_line, open_closed
 from fastslow.env.scienceworld.semantics import focus_on, room_called, teleport_to
-from fastslow.procedures.tasks import GrowTask, object_line, open_closed
 
 GREENHOUSE = "greenhouse"
 JAR, JUG, SINK = "seed jar", "jug", "sink"

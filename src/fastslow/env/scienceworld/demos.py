@@ -26,23 +26,22 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fastslow.core.authors import Demo
 from fastslow.core.trajectory import place_of
-from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
 from fastslow.env.scienceworld.func_actions import to_func
+from fastslow.env.scienceworld.gold import rewrite_for_easy
 from fastslow.env.scienceworld.semantics import NO_MATCH, SUCCESS_SCORE
 from fastslow.env.scienceworld.tasks import all_tasks, get_task
 from fastslow.env.wrappers import Env, TimeLimit
 from fastslow.errors import UsageError
-from fastslow.swift.data import rewrite_for_easy
 
 DEMOS_FILE = "sage_demos.json"
-"""The shipped demos, next to the task table in ``fastslow/env/data``."""
+"""The shipped demos, next to the task table in ``fastslow/env/scienceworld/data``."""
 PER_TASK = 2
 """Demos per task: the grounding prompt shows two, the planning prompt the first."""
 REPLAY_STEP_LIMIT = 1000
@@ -53,21 +52,6 @@ MIN_REPEATS = 2
 _HEADER = "Task Description:"
 _SKIPPED = frozenset({"look around"})
 _UNKNOWN = "Unknown action."
-
-
-@dataclass(frozen=True)
-class Demo:
-    """One solved train episode, as the prompts show it."""
-
-    task_id: int
-    variation: int
-    task: str
-    """The task description without ScienceWorld's header ("Your task is to ...")."""
-    lines: tuple[str, ...]
-    """Action lines ``- (in <room>) Action: FUNC(args) --> <observation>`` and "Repeat" lines."""
-
-    def as_json(self) -> dict[str, Any]:
-        return {"variation": self.variation, "task": self.task, "lines": list(self.lines)}
 
 
 def _line(room: str, action: str, observation: str) -> str | None:
@@ -154,6 +138,8 @@ def build_demos(
     per task and the fastslow ``commit`` built from, as the other knowledge files do."""
     import scienceworld
 
+    from fastslow.env.scienceworld.adapter import ScienceWorldAdapter  # the JVM: only when building
+
     ids = list(tasks) if tasks is not None else [t.task_id for t in all_tasks()]
     out: dict[str, list[dict[str, Any]]] = {}
     with TimeLimit(ScienceWorldAdapter(simplification=simplification), REPLAY_STEP_LIMIT) as env:
@@ -177,7 +163,7 @@ def build_demos(
 
 def demos_path() -> Path:
     """Where the shipped demo file lives (``fastslow data sage-demos`` writes it there by default)."""
-    return Path(str(resources.files("fastslow.env") / "data" / DEMOS_FILE))
+    return Path(str(resources.files("fastslow.env.scienceworld") / "data" / DEMOS_FILE))
 
 
 @cache

@@ -1,7 +1,8 @@
 """``fastslow data substances``, ``paints``, ``circuits`` and ``focus-budgets``: train gold paths read
-into the knowledge files the hand-written task logic ships (``procedures/data``): substances for the
+into the knowledge files the hand-written task logic ships (``data/``): substances for the
 thermometer tasks, paint recipes, power sources (read through ``procedures.tasks``) and the per-task
-focus budgets Gate-1 receives (``procedures.focus``).
+focus budgets Gate-1 receives (``procedures.focus``). The CLI reaches them through the world
+(``World.rebuild_knowledge``, ``rebuild`` here).
 
 Only train variations are read (dev and test are what the evaluation plays). Every file opens with the
 same provenance (``_provenance``): the command, the split, the tasks and, per task, the train
@@ -16,13 +17,26 @@ action sequence only, nothing is stepped.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from fastslow.core.step import StepResult
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
+from fastslow.env.scienceworld.procedures.focus import focus_budgets_path
+from fastslow.env.scienceworld.procedures.tasks import (
+    READING,
+    STATE_PREFIXES,
+    WATER_STATES,
+    circuits_path,
+    named_states,
+    paints_path,
+    plain_state,
+    substances_path,
+)
 from fastslow.env.scienceworld.semantics import (
     FOCUS,
     clean,
@@ -34,7 +48,7 @@ from fastslow.env.scienceworld.semantics import (
 )
 from fastslow.env.scienceworld.tasks import all_tasks, get_task
 from fastslow.env.wrappers import TimeLimit
-from fastslow.procedures.tasks import READING, STATE_PREFIXES, WATER_STATES, named_states, plain_state
+from fastslow.errors import UsageError
 
 KNOWLEDGE_TASKS = (0, 1, 9, 20, 21, 22, 29)
 """Tasks whose gold paths change substances' states: boil, change-the-state-of-matter-of, freeze,
@@ -303,3 +317,50 @@ def build_focus_budgets(
         "per_task": per_task,
         "budgets": budgets,
     }
+
+
+KNOWLEDGE_FILES = ("substances", "paints", "circuits", "focus-budgets")
+"""The knowledge files ``rebuild`` writes, by their ``fastslow data`` command."""
+
+
+def rebuild(
+    name: str,
+    out: Path | None,
+    tasks: Sequence[int] | None,
+    per_task: int | None,
+    progress: Callable[[str], None],
+    commit: str | None,
+) -> tuple[Path, dict[str, int]]:
+    """``fastslow data <name>`` (``World.rebuild_knowledge``): build one knowledge file from train gold
+    paths, write it to ``out`` (None: the packaged file) and return the path and the counts the command
+    prints. ``tasks`` / ``per_task`` (None: the file's defaults) apply to substances and focus-budgets."""
+    data: dict[str, Any]
+    if name == "substances":
+        default = substances_path()
+        data = build_substances(
+            KNOWLEDGE_TASKS if tasks is None else tasks,
+            PER_TASK if per_task is None else per_task,
+            progress=progress,
+            commit=commit,
+        )
+        known = sum(1 for entry in data["substances"].values() if entry["plain"])
+        summary = {"substances": len(data["substances"]), "plain_state_known": known}
+    elif name == "paints":
+        default = paints_path()
+        data = build_paints(progress=progress, commit=commit)
+        summary = {"secondaries": len(data["secondaries"]), "primaries": len(data["primaries"])}
+    elif name == "circuits":
+        default = circuits_path()
+        data = build_circuits(progress=progress, commit=commit)
+        summary = {"sources": len(data["sources"])}
+    elif name == "focus-budgets":
+        default = focus_budgets_path()
+        data = build_focus_budgets(
+            tasks, FOCUS_PER_TASK if per_task is None else per_task, progress=progress, commit=commit
+        )
+        summary = {"tasks": len(data["budgets"]), "over_one": sum(n > 1 for n in data["budgets"].values())}
+    else:
+        raise UsageError(f"no knowledge file '{name}' in ScienceWorld: {', '.join(KNOWLEDGE_FILES)}")
+    target = out or default
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return target, summary

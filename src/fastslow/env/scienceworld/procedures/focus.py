@@ -23,6 +23,13 @@ from importlib import resources
 from pathlib import Path
 
 from fastslow.core.focus import FocusView
+from fastslow.env.scienceworld.procedures.tasks import (
+    LIFE_STAGE_TASKS,
+    MEASUREMENT_TASKS,
+    life_stage_violation,
+    measurement_task,
+    measurement_violation,
+)
 from fastslow.env.scienceworld.semantics import (
     content_words,
     focus_confirmed,
@@ -30,16 +37,9 @@ from fastslow.env.scienceworld.semantics import (
     focus_words,
     is_focus,
 )
-from fastslow.procedures.tasks import (
-    LIFE_STAGE_TASKS,
-    MEASUREMENT_TASKS,
-    life_stage_violation,
-    measurement_task,
-    measurement_violation,
-)
 
 FOCUS_BUDGETS_FILE = "focus_budgets.json"
-"""The shipped focus budgets, next to the other knowledge files in ``fastslow/procedures/data``."""
+"""The shipped focus budgets, next to the other knowledge files in ``procedures/data``."""
 
 OPEN_FOCUS_TASKS = frozenset(
     {
@@ -57,7 +57,7 @@ OPEN_FOCUS_TASKS = frozenset(
 
 def focus_budgets_path() -> Path:
     """Where the shipped focus budgets live (``fastslow data focus-budgets`` writes there by default)."""
-    return Path(str(resources.files("fastslow.procedures") / "data" / FOCUS_BUDGETS_FILE))
+    return Path(str(resources.files("fastslow.env.scienceworld.procedures") / "data" / FOCUS_BUDGETS_FILE))
 
 
 @cache

@@ -26,26 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fastslow.core.procedures import FocusAllowed, FocusCheck, Judged
 from fastslow.core.step import StepResult
-from fastslow.env.scienceworld.semantics import (
-    FOCUS,
-    PICK_UP,
-    focus_confirmed,
-    focus_head,
-    is_focus,
-    normalize,
-    room_called,
-    teleport_targets,
-    teleport_to,
-    verb_rest,
-    verb_target,
-)
-from fastslow.procedures.circuit import circuit_step
-from fastslow.procedures.grow import grow_step
-from fastslow.procedures.incline import incline_choice, incline_step
-from fastslow.procedures.matter import matter_step
-from fastslow.procedures.paint import paint_step
-from fastslow.procedures.tasks import (
+from fastslow.env.scienceworld.procedures.circuit import circuit_step
+from fastslow.env.scienceworld.procedures.grow import grow_step
+from fastslow.env.scienceworld.procedures.incline import incline_choice, incline_step
+from fastslow.env.scienceworld.procedures.matter import matter_step
+from fastslow.env.scienceworld.procedures.paint import paint_step
+from fastslow.env.scienceworld.procedures.tasks import (
     GROW_TASKS,
     INCLINE_TASKS,
     LIFE_STAGE_TASKS,
@@ -68,22 +56,24 @@ from fastslow.procedures.tasks import (
     subject_focus,
     thermometer_readings,
 )
+from fastslow.env.scienceworld.semantics import (
+    FOCUS,
+    PICK_UP,
+    focus_confirmed,
+    focus_head,
+    is_focus,
+    normalize,
+    room_called,
+    teleport_targets,
+    teleport_to,
+    verb_rest,
+    verb_target,
+)
 from fastslow.vocab import ProcedureRule
 
 _EXEMPT_PREFIXES = ("wait",)
 PROCEDURE_TASKS = MATTER_TASKS | PAINT_TASKS | INCLINE_TASKS | GROW_TASKS | POWER_TASKS
 """Tasks whose next step a procedure proposes."""
-
-FocusCheck = Callable[[str, StepResult], bool]
-"""The general focus rule (the safety policy's): may ``focus on ...`` be proposed in this state?"""
-
-
-@dataclass(frozen=True)
-class Judged:
-    """An action hand-written task logic decided, and the rule that decided it (``TaskLogic.judged``)."""
-
-    action: str
-    rule: ProcedureRule
 
 
 def _judged(action: str | None, rule: ProcedureRule) -> Judged | None:
@@ -92,7 +82,8 @@ def _judged(action: str | None, rule: ProcedureRule) -> Judged | None:
 
 @dataclass
 class TaskLogic:
-    """The task procedures and judgements of one episode (module docstring; ``reset`` clears it)."""
+    """The task procedures and judgements of one episode (module docstring; ``reset`` clears it): a
+    ``core.procedures.TaskProcedures``, ScienceWorld's ``World.task_procedures``."""
 
     _blocked: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Actions whose last execution changed nothing, with the state it left (not proposed there again)."""
@@ -219,6 +210,10 @@ class TaskLogic:
         )
         return _judged(earliest, "judgement:life-stages")
 
+    def focus_check(self, allowed: FocusAllowed, task_name: str) -> FocusCheck:
+        """``general_focus_check``: the rooms the policy is given are the teleport targets."""
+        return general_focus_check(allowed, task_name)
+
     def _procedure_step(
         self, current: StepResult, task_name: str, landed: list[str], fresh: Callable[[str], bool]
     ) -> Judged | None:
@@ -280,9 +275,7 @@ class TaskLogic:
         return None
 
 
-def general_focus_check(
-    allowed: Callable[[str, str, str, set[str], StepResult], bool], task_name: str
-) -> FocusCheck:
+def general_focus_check(allowed: FocusAllowed, task_name: str) -> FocusCheck:
     """The policy's ``focus_allowed(action, task_name, description, rooms, current)`` as a ``FocusCheck``."""
     return lambda action, current: allowed(
         action, task_name, current.task_description, teleport_targets(current.valid_actions), current

@@ -1,9 +1,14 @@
-"""``fastslow bench env``: our ScienceWorld adapter against the stock wrapper, side by side (paper §4).
+"""ScienceWorld's answers to ``fastslow bench`` (``fastslow.env.bench``; paper §3.1 and §4).
 
-Both environments replay the same gold paths in lockstep in one process. Every step's observation,
-score, look, inventory and valid-action list must be identical; only the time spent in ``step`` differs.
-Both JVMs run with the same ``hash_codes`` options (``fastslow.env.scienceworld.adapter.jvm_options``): the
-stock wrapper's would otherwise order objects by the JVM's own hash codes.
+``fastslow bench env``: our ScienceWorld adapter against the stock wrapper, side by side (paper §4). Both
+environments replay the same gold paths in lockstep in one process. Every step's observation, score,
+look, inventory and valid-action list must be identical; only the time spent in ``step`` differs. Both
+JVMs run with the same ``hash_codes`` options (``fastslow.env.scienceworld.adapter.jvm_options``): the
+stock wrapper's would otherwise order objects by the JVM's own hash codes. ``adapter_bench`` is what
+``World.bench_env`` runs: the gold paths with no simplification (the headline), then with "easy".
+
+``SAMPLE_TEXT``: ScienceWorld-shaped objects, verbs, observations and rooms for ``fastslow bench
+memory``'s synthetic AMM records (``World.sample_text``).
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
+from fastslow.env.bench import AdapterBench, SampleText
+from fastslow.env.episodes import parse_int_ranges
 from fastslow.env.scienceworld.adapter import HashCodes, ScienceWorldAdapter, jvm_options
+from fastslow.env.scienceworld.semantics import FOCUS, NO_MATCH, PICK_UP, ROOMS
 from fastslow.env.scienceworld.tasks import get_task
+from fastslow.errors import UsageError
 
 if TYPE_CHECKING:
     from scienceworld import ScienceWorldEnv
@@ -112,3 +121,61 @@ def bench_env(
         ours.close()
         stock.close()
     return BenchResult(steps, n_valid, stock_s, ours_s, mismatches)
+
+
+def adapter_bench(tasks: str | None, steps: int | None, say: Callable[[str], None]) -> AdapterBench:
+    """``World.bench_env``: ``bench_env`` on ``tasks`` (ids and ranges, ``DEFAULT_TASKS`` when None) with
+    no simplification (the full action space, ~2,000-2,900 valid actions per step, where the stock
+    wrapper's per-element copy dominates: the headline), then with "easy" (the paper's setting, ~800
+    valid actions, where the JVM's own enumeration is a larger share of each step). Whole gold paths
+    are replayed, so ``steps`` is refused."""
+    if steps is not None:
+        raise UsageError("--steps: bench env on ScienceWorld replays whole gold paths (--tasks chooses them)")
+    task_ids = tuple(parse_int_ranges(tasks, "task")) if tasks else DEFAULT_TASKS
+    heads = {}
+    mismatches: list[str] = []
+    for simplification in ("", "easy"):
+        label = simplification or "none"
+        say(f"simplification: {label}")
+        result = bench_env(task_ids, simplification, progress=lambda line: say("  " + line))
+        mismatches += [f"[{label}] {m}" for m in result.mismatches]
+        head = heads[label] = result.headline()
+        say(
+            f"  {head['steps']} steps, {head['mean_valid_actions']} valid actions/step: "
+            f"stock {head['stock_steps_per_s']} steps/s, ours {head['ours_steps_per_s']} steps/s, "
+            f"ratio {head['ratio']}x, identical={head['identical']}"
+        )
+    return AdapterBench({**heads["none"], "simplification": "none", "easy": heads["easy"]}, tuple(mismatches))
+
+
+_OBJECTS = (
+    "thermometer", "metal pot", "stove", "sink", "freezer", "fridge", "cup", "glass jar", "red box",
+    "blue box", "orange box", "flower pot", "seed jar", "apple seed", "banana tree", "ice cube", "water",
+    "sodium chloride", "paint", "red paint", "blue paint", "yellow paint", "wood cup", "battery", "wire",
+    "light bulb", "switch", "solar panel", "inclined plane", "block", "stopwatch", "lighter", "oven",
+    "blast furnace", "chocolate", "marshmallow", "soap", "dove", "beaver", "frog egg", "butterfly",
+    "axe", "bee hive", "shovel", "soil", "recipe", "book", "door", "painting", "table",
+)  # fmt: skip
+
+SAMPLE_TEXT = SampleText(
+    objects=_OBJECTS,
+    verbs=(PICK_UP, "open", "move", FOCUS, "activate", "pour", "mix", "look at", "use", "read"),
+    observations=(
+        "You move the {o} to the inventory.",
+        "The {o} is now open.",
+        "You focus on the {o}.",
+        "The {o} is now activated.",
+        "You pour the {o} into the {p}.",
+        "Chemicals mixed; the {o} now contains {p}.",
+        "a {o}, which is at a temperature of 22 degrees celsius",
+        NO_MATCH,
+        "You move the {o} to the {p}.",
+    ),
+    rooms=ROOMS,
+    recent_move="go to {room} -> You move to the {other}.",
+    task_description=(
+        "Your task is to {task} the {o}. First, focus on the {o}. Then, move it to the {p} in the {room}."
+    ),
+)
+"""ScienceWorld's ``World.sample_text``: real rooms and verbs, objects of its tasks, typical observation
+sentences (the memory benchmark's records, paper §3.1)."""

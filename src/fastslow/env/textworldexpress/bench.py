@@ -1,4 +1,6 @@
-"""``bench_twx``: the TextWorldExpress adapter's steps/s against the package's own API, in one run.
+"""``fastslow bench env --world textworldexpress`` (``World.bench_env``, ``adapter_bench``): the
+TextWorldExpress adapter's steps/s against the package's own API, in one run (paper §4's adapter
+measurement, for the second world).
 
 Both play the same episodes in lockstep in one process: the benchmark's games in turn, train seeds
 from 0, each action a uniformly drawn valid action (``random.Random(policy_seed)``, one generator for
@@ -22,12 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastslow.env.bench import AdapterBench
 from fastslow.env.textworldexpress.adapter import TextWorldExpressAdapter
 from fastslow.env.textworldexpress.benchmark import FOLDS, Benchmark, load_benchmark
+from fastslow.errors import UsageError
 from fastslow.events import EndState
 
 TARGET_RATIO = 0.8
 """The adapter's steps/s over the raw API's that issue 50 asks for."""
+DEFAULT_STEPS = 2000
+"""Random-policy steps ``bench env`` plays when ``--steps`` is not given."""
 
 
 @dataclass
@@ -125,6 +131,25 @@ def bench_twx(
         ours.close()
         raw.close()
     return TwxBenchResult(taken, episodes, n_valid, raw_s, ours_s, mismatches)
+
+
+def adapter_bench(tasks: str | None, steps: int | None, say: Callable[[str], None]) -> AdapterBench:
+    """``World.bench_env``: ``bench_twx`` over every game of the benchmark for ``steps`` steps
+    (``DEFAULT_STEPS`` when None); a ``tasks`` selection is refused (the run plays every game)."""
+    if tasks is not None:
+        raise UsageError("--tasks: bench env on TextWorldExpress plays every game of the benchmark")
+    steps = DEFAULT_STEPS if steps is None else steps
+    if steps < 1:
+        raise UsageError(f"--steps must be >= 1, got {steps}")
+    say("world: textworldexpress")
+    result = bench_twx(steps, progress=lambda line: say("  " + line))
+    head = result.headline()
+    say(
+        f"  {head['steps']} steps in {head['episodes']} episodes, {head['mean_valid_actions']} valid "
+        f"actions/step: raw {head['raw_steps_per_s']} steps/s, ours {head['ours_steps_per_s']} steps/s, "
+        f"ratio {head['ratio']}x (target >= {head['target_ratio']}), identical={head['identical']}"
+    )
+    return AdapterBench({**head, "world": "textworldexpress"}, tuple(result.mismatches))
 
 
 def _agrees(obs: str, info: dict[str, Any], result: Any) -> bool:

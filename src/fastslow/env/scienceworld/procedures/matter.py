@@ -29,6 +29,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from fastslow.core.step import StepResult
+from fastslow.env.scienceworld.procedures.tasks import (
+    MatterChange,
+    known_plain_states,
+    names_subject,
+    object_line,
+    open_closed,
+    subject_names,
+    substance_state,
+)
 from fastslow.env.scienceworld.semantics import (
     FOCUS,
     PICK_UP,
@@ -40,15 +49,6 @@ from fastslow.env.scienceworld.semantics import (
     teleport_to,
     verb_rest,
     verb_target,
-)
-from fastslow.procedures.tasks import (
-    MatterChange,
-    known_plain_states,
-    names_subject,
-    object_line,
-    open_closed,
-    subject_names,
-    substance_state,
 )
 
 POT = "metal pot"

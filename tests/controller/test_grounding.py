@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from fastslow.controller.grounding import Grounder
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
-from fastslow.env.scienceworld.grounding import Grounder
 from fastslow.env.scienceworld.semantics import clean as normalize
+from fastslow.env.scienceworld.world import SEMANTICS
 
 VALID = (
     "look around",
@@ -36,19 +37,19 @@ VALID = (
     ],
 )
 def test_near_misses_ground_to_the_valid_string(text: str, expected: str) -> None:
-    hit = Grounder(VALID).ground(text, cutoff=80)
+    hit = Grounder(VALID, SEMANTICS).ground(text, cutoff=80)
     assert hit is not None and hit.action == expected
 
 
 @pytest.mark.parametrize("text", ["", "dance with the robot", "teleport to the moon base", "activate stove"])
 def test_unrelated_text_is_not_grounded(text: str) -> None:
-    assert Grounder(VALID).ground(text, cutoff=80) is None
+    assert Grounder(VALID, SEMANTICS).ground(text, cutoff=80) is None
 
 
 def test_exact_matches_report_exact() -> None:
-    hit = Grounder(VALID).ground("Open Freezer", cutoff=80)
+    hit = Grounder(VALID, SEMANTICS).ground("Open Freezer", cutoff=80)
     assert hit is not None and hit.exact and hit.score == 100.0
-    fuzzy = Grounder(VALID).ground("open freezr", cutoff=80)
+    fuzzy = Grounder(VALID, SEMANTICS).ground("open freezr", cutoff=80)
     assert fuzzy is not None and not fuzzy.exact and 80 <= fuzzy.score < 100
 
 
@@ -58,7 +59,7 @@ def test_normalize() -> None:
 
 def test_grounds_against_a_real_valid_set(env: ScienceWorldAdapter) -> None:
     first = env.reset(13, 0)  # identify-life-stages-2 starts in the hallway
-    grounder = Grounder(first.valid_actions)
+    grounder = Grounder(first.valid_actions, SEMANTICS)
     hit = grounder.ground("teleport to the kitchen", cutoff=80)
     assert hit is not None and hit.action == "teleport to kitchen"
     assert grounder.ground("focus on the apple tree", cutoff=80) is None  # not in the hallway

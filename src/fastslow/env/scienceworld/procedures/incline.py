@@ -19,8 +19,8 @@ import re
 from collections.abc import Sequence
 
 from fastslow.core.step import StepResult
+from fastslow.env.scienceworld.procedures.tasks import InclineTask
 from fastslow.env.scienceworld.semantics import focus_on, room_called, teleport_to, verb_rest
-from fastslow.procedures.tasks import InclineTask
 
 LAB = "workshop"
 """Where the train and dev variations keep the planes."""

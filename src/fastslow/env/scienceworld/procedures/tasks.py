@@ -6,7 +6,8 @@ Each family is a set of task names with a parser of its description: the life-st
 (``matter_task``), the paint tasks (``paint_task``, ``paint_recipe``), the power tasks (``power_task``,
 ``known_sources``), grow-plant (``grow_task``) and the inclined-plane tasks (``incline_task``). Their
 knowledge files (``substances.json``, ``paints.json``, ``circuits.json``, built from train gold paths by
-``fastslow data ...``) live in ``fastslow/procedures/data``. Stdlib only: pure functions of strings.
+``fastslow data ...``) live in ``fastslow/env/scienceworld/procedures/data``. Stdlib only: pure
+functions of strings.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ STATE_PREFIXES = {"solid": "solid", "liquid": "liquid", "gaseous": "gas"}
 WATER_STATES = {"ice": "solid", "water": "liquid", "steam": "gas"}
 """Water is the one substance whose states have names of their own."""
 SUBSTANCES_FILE = "substances.json"
-"""The shipped knowledge, next to the task table in ``fastslow/procedures/data``."""
+"""The shipped knowledge, next to the task table in ``fastslow/env/scienceworld/procedures/data``."""
 _NAMED = re.compile(r"\b(solid|liquid|gaseous) ([a-z][a-z ]*?)(?=[,.;:()\n]| in | on | which |$)")
 
 
@@ -181,8 +182,15 @@ def plain_state(prefixed: set[str]) -> str | None:
     return None
 
 
+def _data(name: str) -> Path:
+    """A shipped knowledge file of the task logic (``procedures/data``)."""
+    return Path(str(resources.files("fastslow.env.scienceworld.procedures").joinpath("data", name)))
+
+
 def substances_path() -> Path:
-    return Path(str(resources.files("fastslow.procedures").joinpath("data", SUBSTANCES_FILE)))
+    return Path(
+        str(resources.files("fastslow.env.scienceworld.procedures").joinpath("data", SUBSTANCES_FILE))
+    )
 
 
 @cache
@@ -498,7 +506,7 @@ def paint_task(task_description: str) -> PaintTask | None:
 
 
 def paints_path() -> Path:
-    return Path(str(resources.files("fastslow.procedures").joinpath("data", PAINTS_FILE)))
+    return _data(PAINTS_FILE)
 
 
 @cache
@@ -575,7 +583,7 @@ def power_task(task_description: str) -> PowerTask | None:
 
 
 def circuits_path() -> Path:
-    return Path(str(resources.files("fastslow.procedures").joinpath("data", CIRCUITS_FILE)))
+    return _data(CIRCUITS_FILE)
 
 
 @cache

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fastslow.core.step import StepResult
+from fastslow.env.scienceworld.procedures.tasks import PaintTask, open_closed, paint_recipe
 from fastslow.env.scienceworld.semantics import (
     FOCUS,
     focus_head,
@@ -33,7 +34,6 @@ from fastslow.env.scienceworld.semantics import (
     teleport_to,
     verb_target,
 )
-from fastslow.procedures.tasks import PaintTask, open_closed, paint_recipe
 
 STUDIO = "art studio"
 _CONTAINER = re.compile(r"(?:^|[\t:,] ?)(?:a |an )?([a-z][a-z ]*?) \(containing ([^()]*)\)")
