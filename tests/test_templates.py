@@ -104,7 +104,7 @@ def _prompts(traj: Trajectory) -> dict[str, Any]:
         "sage_plan": [m["content"] for m in sage.messages(request)],
         "sage_plan_bare": [m["content"] for m in sage.messages(PlanRequest(traj=traj, step=4))],
         "sage_ground": [m["content"] for m in sage._ground_messages(request, "1. open fridge")],
-        "sage_retry": sage_mod.render("sage_ground_retry.j2"),
+        "sage_retry": sage_mod.render("sage_ground_retry.j2", world=SEMANTICS.prompt_facts),
         "critic": critic_mod.render_critic_prompt(report, traj, ["a memory"]),
         "critic_bare": critic_mod.render_critic_prompt(report, traj),
         **{

@@ -140,7 +140,7 @@ class RetrievalConfig(StrictModel):
     input.", so a streak fires at each repeat."""
     t4_avoidance_on_failures: bool = False
     """At T4, when failure messages were seen since Sage last planned (the authors' failed-action
-    list, ``env.valid.authors_failed``), also retrieve avoidance memories; they fill the T4 block's slots
+    list, ``AuthorsProfile.failed``), also retrieve avoidance memories; they fill the T4 block's slots
     (``t4_k`` in all) that success and near-miss memories left, as the authors' planning block keeps
     the first five of the success list followed by the avoidance list."""
     critic_evidence: CriticEvidence = "cache"

@@ -52,7 +52,8 @@ class GateConfig(StrictModel):
     focus_budget: Literal["gold", "authors"] = "gold"
     """Where the focus budget comes from. gold: the per-task number of focus actions in gold paths,
     counting the focuses ScienceWorld confirmed. authors: their ``focus_on_count`` per task id
-    (``env.valid.FOCUS_COUNT``), counting every executed ``focus on`` action whatever its answer."""
+    (ScienceWorld's ``valid.FOCUS_COUNT``), counting every executed ``focus on`` action whatever its
+    answer."""
     drop_as_failure: bool = False
     """authors: a drop of Swift's (valid) action is a failure message ``GATE_INVALID:<reason>`` for the
     authors' loop (``controller.loop: authors``): the iteration ends without an env step, which forces

@@ -251,5 +251,5 @@ def action_types(demo_lines: Sequence[str]) -> list[tuple[str, str]]:
 
 def focus_whitelist(task: str) -> list[str]:
     """The only things the prompts allow a focus on: the targets the task's description names after
-    ``focus on`` (``env.valid.focus_targets``)."""
+    ``focus on`` (``env.scienceworld.valid.focus_targets``)."""
     return valid.focus_targets(task)

@@ -15,7 +15,7 @@ Both are cached: the controller builds a grounder over the ~1-3k valid actions a
 ``landed_object``), whether it repeats an earlier one (``focus_repeats``) and whether a container's
 contents are what the task names (``focus_contents_mismatch``). Nothing here knows a task by its name or
 family: the task families, their parsers and judgements are the hand-written task logic's
-(``fastslow.procedures.tasks``).
+(``fastslow.env.scienceworld.procedures.tasks``).
 
 **Feedback.** ``classify_feedback`` puts every observation in one ``Feedback`` class, first match wins:
 
