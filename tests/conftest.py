@@ -66,6 +66,7 @@ SHARED_FIXTURE_MODULES = frozenset(
         "tests/test_fork.py",  # a five-episode run and its forks, ~35 s
         "tests/test_one_episode_log.py",  # a two-episode oracle run, ~20 s
         "tests/test_attribute_safety.py",  # a parent run and a clean attribution of it, ~40 s
+        "tests/test_stream.py",  # three stream runs (one with a warm-up), ~40 s
     }
 )
 """Modules whose module-scoped fixtures cost seconds to minutes: under ``pytest -n`` each is sent to

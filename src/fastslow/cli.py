@@ -184,6 +184,15 @@ def eval_(
         bool,
         typer.Option("--extend", help="Add this selection to the run already in DIR (same config)."),
     ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream",
+            help="Play each task's episodes as a stream in the set's order: the episode at position k reads "
+            "the memories of the warm-up and of positions below k only, whatever --workers (the learning "
+            "curve of `fastslow report`).",
+        ),
+    ] = False,
 ) -> None:
     """Play a set of episodes of the config's world (env.world) and write DIR/events/*.jsonl and
     DIR/metrics.json.
@@ -203,12 +212,15 @@ def eval_(
     )
     from fastslow.eval.live import eval_with_progress, warmup_with_progress
     from fastslow.eval.rundir import check_claim, claim_run, run_lock
+    from fastslow.eval.stream import check_stream
 
     cfg = _config(config, override)
     selected = get_world(cfg.env.world).select(set_name, tasks, variations, limit_per_task)
     if seeds is not None:
         selected = with_seeds(selected, parse_seeds(seeds))
     check_executor(workers, executor, ray_address)
+    if stream:
+        check_stream(cfg)
     if warmup_config is not None and not warmup:
         raise UsageError("--warmup-config chooses who plays the warm-up: add --warmup")
     if restart and extend:
@@ -224,7 +236,9 @@ def eval_(
     ids, overrides = [e.episode_id for e in selected], list(override or [])
     spec = warmup_spec(cfg, player) if warmup else None
     # every refusal of claim_run, before DIR is created
-    check_claim(out, cfg, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend)
+    check_claim(
+        out, cfg, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend, stream=stream
+    )
     prepare_out_dir(out)
     with run_lock(out):
         record = claim_run(
@@ -237,6 +251,7 @@ def eval_(
             executor=executor,
             restart=restart,
             extend=extend,
+            stream=stream,
         )
         store = record.store
         if store is not None:

@@ -128,6 +128,11 @@ class EpisodeStart(_Event):
     """The world the episode was played in (``env.world``; ``fastslow.env.world``), which ``task_id``
     and ``variation`` belong to. Logs written before a second world existed have no such field: they
     are ScienceWorld's, the default."""
+    stream_position: int | None = None
+    """``fastslow eval --stream`` (issue 51, ``eval.stream``): the episode's place in its task's stream,
+    0 for the task's first episode of the run's recorded order (run.json ``episodes``). It played on a
+    copy of the run's AMM store holding the warm-up's records and those of every episode (of any task)
+    at a smaller position, and no other. None: not a stream run (every log written before streams)."""
 
 
 class ReplayEnd(_Event):
@@ -246,6 +251,11 @@ class MemoryRetrieval(_Event):
     ids: list[str]
     """Record ids, best first."""
     latency_ms: float = 0.0
+    writers: list[str] | None = None
+    """Provenance (``amm.provenance``, on in ``fastslow eval --stream``): the episode that wrote each
+    record of ``ids``, in the same order, named relative to the run: ``13-0027`` (an evaluation episode
+    of this run), ``warmup/13-0001`` (this run's warm-up), or the record's full ``<run_id>/...`` key
+    when another run wrote it (a store shared on purpose). None: not recorded (every log before it)."""
 
 
 class MemoryInjection(_Event):

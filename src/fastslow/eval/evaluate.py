@@ -11,6 +11,8 @@ DIR layout:
                    its workers and reused when the run is resumed; off with ``model.response_cache``
   warmup/events/   with ``--warmup``: the warm-up episodes that filled AMM's store (not in metrics);
                    warmup/run.json says which configuration played them
+  stream/          with ``--stream``: the copy of the store each episode of the current round plays on,
+                   removed once its records are merged (``eval.stream``)
   .fastslow.lock   held while a process works in DIR
 
 Episodes run on ``workers`` processes, each owning one ScienceWorld JVM. Episodes whose log already
@@ -53,6 +55,7 @@ from fastslow.eval.rundir import (
     write_json,
 )
 from fastslow.eval.runner import EpisodeOutcome
+from fastslow.eval.stream import Stream, check_stream, stream_config
 from fastslow.events import EndState
 from fastslow.manifest import owned, record_removed, record_written
 from fastslow.models.cache import CACHE_FILE
@@ -172,6 +175,7 @@ def evaluate(
     restart: bool = False,
     extend: bool = False,
     on_note: Callable[[str], None] | None = None,
+    stream: bool = False,
 ) -> dict[str, Any]:
     """Run ``episodes`` into ``out`` on ``workers`` processes (one JVM each) and return the metrics
     written to metrics.json, as that file's JSON object (``RunMetrics.to_json()``).
@@ -181,10 +185,14 @@ def evaluate(
     play ``warmup_episodes`` (default: the ``warmup`` set) into DIR/warmup (``run_warmup``), with
     ``warmup_agent`` playing them when given. ``restart`` discards a run already in DIR (only the
     files its run.json says it wrote); ``extend`` adds this selection to it (``rundir.claim_run``);
-    ``overrides`` are recorded in run.json. Every refusal (options, DIR, store) comes before DIR is
-    created or anything in it is written.
+    ``overrides`` are recorded in run.json. ``stream``: play each task's episodes as a stream
+    (``eval.stream``: the order decides what each episode's memory may read; headers record the
+    positions); a run claimed already (the CLI claims first) plays as its run.json says. Every refusal
+    (options, DIR, store) comes before DIR is created or anything in it is written.
     """
     check_executor(workers, executor, ray_address)
+    if stream:
+        check_stream(config)
     check_memory_regime(config, warmup)
     if warmup:
         check_warmup(config, warmup_agent)
@@ -193,7 +201,9 @@ def evaluate(
     ids = [e.episode_id for e in episodes]
     spec = warmup_spec(config, warmup_agent) if warmup else None
     if claimed_run(out) is None:
-        check_claim(out, config, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend)
+        check_claim(
+            out, config, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend, stream=stream
+        )
     prepare_out_dir(out)
     with run_lock(out):
         record = claimed_run(out) or claim_run(
@@ -206,6 +216,7 @@ def evaluate(
             executor=executor,
             restart=restart,
             extend=extend,
+            stream=stream,
         )
         placed = store_config(config, out)
         if warmup:
@@ -224,8 +235,9 @@ def evaluate(
         events_dir = out / "events"
         todo = [e for e in selection if not is_finished(events_dir / f"{e.episode_id}.jsonl", on_note)]
         finished = _progress(on_episode, len(selection) - len(todo), len(selection))
+        flow = Stream(placed, out, record.run_id, record.episodes) if record.stream else None
         run_episodes(
-            placed,
+            stream_config(placed) if flow is not None else placed,
             todo,
             events_dir,
             workers=workers,
@@ -235,6 +247,7 @@ def evaluate(
             on_outcome=finished,
             run_id=record.run_id,
             model_cache=out / CACHE_FILE,
+            stream=flow,
         )
         metrics = run_metrics(events_dir, record.episodes).to_json()
         write_json(out / METRICS_FILE, metrics)

@@ -13,6 +13,10 @@ it died (its JVM follows: py4j's JVM exits when its stdin closes); an eval that 
 queued episodes and stops its workers instead of waiting for them. A worker ignores Ctrl-C: the
 terminal sends it to the whole process group, and the parent alone decides (it stops its workers and
 says so in one line). ``worker_pool`` gives other commands' pools (``attribute``) the same rules.
+
+A stream run (``eval.stream``) plays round after round on the same workers: a round's episodes are
+handed out only once the round before has finished and its records are merged; each episode is played
+by an agent of its own on its copy of the run's store.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from fastslow.env.episodes import Episode
 from fastslow.env.world import get_world
 from fastslow.errors import OutputError, UsageError
 from fastslow.eval.runner import EpisodeOutcome, run_episode
+from fastslow.eval.stream import Stream, StreamSlot
 from fastslow.events import EndState, JsonlWriter
 from fastslow.manifest import record_removed, record_written
 from fastslow.models.cache import ResponseCache
@@ -97,11 +102,22 @@ class _Worker:
             self.agents[seed] = (seeded, make_agent(seeded, self.cache))
         return self.agents[seed]
 
-    def play(self, episode: Episode) -> EpisodeOutcome:
+    def play(self, episode: Episode, slot: StreamSlot | None = None) -> EpisodeOutcome:
         """Play one episode into its log; an episode the environment broke (JVM died) is retried with
-        a fresh JVM, and each failed attempt's log is kept under events/failed/ for the record."""
+        a fresh JVM, and each failed attempt's log is kept under events/failed/ for the record.
+
+        ``slot``: the episode's place in a stream (``eval.stream``): an agent of its own plays it on its
+        copy of the run's store (released when the episode ends), and its header records the position."""
         path = self.events_dir / f"{episode.episode_id}.jsonl"
-        config, agent = self._agent(episode.seed)
+        if slot is None:
+            config, agent = self._agent(episode.seed)
+            played = config
+        else:
+            config = self.config.with_seed(episode.seed) if episode.seed is not None else self.config
+            played = config
+            if slot.store is not None:
+                played = config.model_copy(update={"amm": config.amm.model_copy(update={"path": slot.store})})
+            agent = make_agent(played, self.cache)
         attempt = 0
         try:
             while True:
@@ -109,11 +125,18 @@ class _Worker:
                 path.unlink(missing_ok=True)  # an unfinished log from a crashed run is replayed from scratch
                 if config.env.jvm_per_episode:
                     self.env.close()  # the next reset starts a fresh JVM
-                _purge_records(config, self._memory_key(episode))
+                _purge_records(played, self._memory_key(episode))
                 history = self._history()
                 with JsonlWriter(path) as writer:
                     outcome = run_episode(
-                        self.env, agent, episode, config, writer, run_id=self.run_id, jvm_history=history
+                        self.env,
+                        agent,
+                        episode,
+                        config,
+                        writer,
+                        run_id=self.run_id,
+                        jvm_history=history,
+                        stream_position=slot.position if slot is not None else None,
                     )
                 self._played(episode)
                 if outcome.end is not EndState.ERROR or attempt > self.retries:
@@ -130,6 +153,12 @@ class _Worker:
             if exc.errno not in _STORAGE_ERRNOS:
                 raise
             raise OutputError(f"cannot write the event log {path}: {exc.strerror or exc}") from None
+        finally:
+            if slot is not None and slot.store is not None and played.amm.enabled:
+                # The parent merges the copy once the round is over: this process lets go of it now.
+                from fastslow.memory.stores import release_store
+
+                release_store(played.amm)
 
     def _history(self) -> list[str]:
         """The episodes the adapter's current JVM played ([] before it starts, or after it died: the
@@ -216,9 +245,37 @@ def _init_worker(
     atexit.register(_WORKER.close)
 
 
-def _play_in_worker(episode: Episode) -> EpisodeOutcome:
+def _play_in_worker(episode: Episode, slot: StreamSlot | None = None) -> EpisodeOutcome:
     assert _WORKER is not None, "worker not initialised"
-    return _WORKER.play(episode)
+    return _WORKER.play(episode, slot)
+
+
+Round = tuple[list[tuple[Episode, StreamSlot | None]], int | None]
+"""One round of work: the episodes with their stream slots, and the stream position whose records are
+merged when the round is over (None: not a stream)."""
+
+
+def _rounds(todo: list[Episode], stream: Stream | None) -> list[Round]:
+    """``todo`` as rounds: one round of everything without a stream, else ``Stream.rounds``."""
+    if stream is None:
+        return [([(e, None) for e in todo], None)]
+    return [([(e, stream.slot(e)) for e in episodes], k) for k, episodes in stream.rounds(todo)]
+
+
+def _play_rounds(
+    rounds: list[Round],
+    stream: Stream | None,
+    play: Callable[[list[tuple[Episode, StreamSlot | None]]], None],
+) -> None:
+    """Each round in turn: its copies of the store made, its episodes played (``play`` returns once
+    all are finished), its records merged."""
+    for work, k in rounds:
+        if stream is not None and k is not None:
+            stream.before(k, [e for e, _ in work])
+        if work:
+            play(work)
+        if stream is not None and k is not None:
+            stream.after(k)
 
 
 def _run_local(
@@ -230,12 +287,19 @@ def _run_local(
     on_outcome: Callable[[EpisodeOutcome], None],
     run_id: str,
     model_cache: Path | None,
+    stream: Stream | None = None,
 ) -> None:
-    if workers == 1 or len(todo) <= 1:
+    rounds = _rounds(todo, stream)
+    widest = max(len(work) for work, _ in rounds)
+    if workers == 1 or widest <= 1:
         worker = _Worker(config, events_dir, retries, run_id, model_cache)
+
+        def play_here(work: list[tuple[Episode, StreamSlot | None]]) -> None:
+            for episode, slot in work:
+                on_outcome(worker.play(episode, slot))
+
         try:
-            for episode in todo:
-                on_outcome(worker.play(episode))
+            _play_rounds(rounds, stream, play_here)
         finally:
             worker.close()
         return
@@ -243,10 +307,15 @@ def _run_local(
     ctx = multiprocessing.get_context("spawn")
     cache = str(model_cache) if model_cache is not None else None
     initargs = (_ship(config), str(events_dir), retries, run_id, os.getpid(), cache)
-    pool = ProcessPoolExecutor(min(workers, len(todo)), ctx, _init_worker, initargs)
-    try:
-        for future in as_completed([pool.submit(_play_in_worker, e) for e in todo]):
+    pool = ProcessPoolExecutor(min(workers, widest), ctx, _init_worker, initargs)
+
+    def play_there(work: list[tuple[Episode, StreamSlot | None]]) -> None:
+        # as_completed returns once every episode of the round is done: the round's barrier.
+        for future in as_completed([pool.submit(_play_in_worker, e, slot) for e, slot in work]):
             on_outcome(future.result())
+
+    try:
+        _play_rounds(rounds, stream, play_there)
     except BaseException:
         # An error (disk full, a bug) or Ctrl-C: do not play the queued episodes into the folder, and
         # do not wait for the ones in flight; their logs stay unfinished and are replayed on resume.
@@ -266,8 +335,8 @@ class _RayWorker:
         self.worker = _Worker(config, Path(events_dir), retries, run_id, cache)
         atexit.register(self.worker.close)
 
-    def play(self, episode: Episode) -> EpisodeOutcome:
-        return self.worker.play(episode)
+    def play(self, episode: Episode, slot: StreamSlot | None = None) -> EpisodeOutcome:
+        return self.worker.play(episode, slot)
 
     def close(self) -> None:
         self.worker.close()
@@ -283,6 +352,7 @@ def _run_ray(
     address: str | None,
     run_id: str,
     model_cache: Path | None,
+    stream: Stream | None = None,
 ) -> None:
     try:
         import ray
@@ -297,14 +367,19 @@ def _run_ray(
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     actor_cls: Any = ray.remote(num_cpus=1)(_RayWorker)
     cache = str(model_cache.resolve()) if model_cache is not None else None
+    rounds = _rounds(todo, stream)
     actors = [
         actor_cls.remote(_ship(config), str(events_dir.resolve()), retries, run_id, cache)
-        for _ in range(min(workers, len(todo)))
+        for _ in range(min(workers, max(len(work) for work, _ in rounds)))
     ]
-    try:
+
+    def play(work: list[tuple[Episode, StreamSlot | None]]) -> None:
         pool = ActorPool(actors)
-        for outcome in pool.map_unordered(lambda actor, episode: actor.play.remote(episode), todo):
+        for outcome in pool.map_unordered(lambda actor, item: actor.play.remote(*item), work):
             on_outcome(outcome)
+
+    try:
+        _play_rounds(rounds, stream, play)
     finally:
         ray.get([actor.close.remote() for actor in actors])
         for actor in actors:
@@ -325,15 +400,22 @@ def run_episodes(
     on_outcome: Callable[[EpisodeOutcome], None],
     run_id: str = "",
     model_cache: Path | None = None,
+    stream: Stream | None = None,
 ) -> None:
     """Play ``todo`` into ``events_dir``, calling ``on_outcome`` as each episode finishes.
 
     ``run_id`` qualifies the AMM records the episodes write (``<run_id>/<episode_id>``), so a store
     shared by several runs on purpose can still tell whose attempt a record came from. ``model_cache``
-    is the run's response cache file (``models.cache``), shared by all its workers; None: no cache."""
+    is the run's response cache file (``models.cache``), shared by all its workers; None: no cache.
+    ``stream``: play ``todo`` as a stream (``eval.stream``), round after round; with nothing left to
+    play, the copies of the store an interrupted start left are still merged."""
     if not todo:
+        if stream is not None:
+            _play_rounds(_rounds(todo, stream), stream, lambda work: None)
         return
     if executor == "ray":
-        _run_ray(config, todo, events_dir, workers, retries, on_outcome, ray_address, run_id, model_cache)
+        _run_ray(
+            config, todo, events_dir, workers, retries, on_outcome, ray_address, run_id, model_cache, stream
+        )
     else:
-        _run_local(config, todo, events_dir, workers, retries, on_outcome, run_id, model_cache)
+        _run_local(config, todo, events_dir, workers, retries, on_outcome, run_id, model_cache, stream)

@@ -33,6 +33,16 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fastslow.env.world import get_world
 from fastslow.errors import CorruptLogError, OutputError, UsageError
+from fastslow.eval.curve import (
+    StreamCurve,
+    curve_figure,
+    curve_table,
+    curve_warnings,
+    memory_table,
+    read_stream,
+    slope_table,
+    sources_table,
+)
 from fastslow.eval.metrics import PAPER_COUNTER_KEYS, PAPER_COUNTERS, run_metrics, summarize_log, torn_line
 from fastslow.eval.records import METRICS_FILE, METRICS_FORMAT, RunMetrics, Spread, read_run_metrics
 from fastslow.eval.rundir import RunRecord, read_run_record, run_lock
@@ -535,6 +545,20 @@ def static_viewer_data(runs: list[Run], max_steps: int = VIEWER_STEPS) -> dict[s
     return {"runs": summaries, "episodes": lists, "details": details}
 
 
+def stream_curves(runs: list[Run]) -> list[StreamCurve]:
+    """The learning curves (``eval.curve``) of the runs played as streams (``eval --stream``), from the
+    logs every other table counts (``check_logs``); a run without stream positions has none."""
+    curves = []
+    for run in runs:
+        if run.episodes is None:
+            continue
+        ids = [str(e["file"]).removesuffix(".jsonl") for e in run.episodes]
+        episodes = read_stream(run.path / "events", ids)
+        if episodes:
+            curves.append(StreamCurve(run.name, tuple(episodes)))
+    return curves
+
+
 def run_warnings(run: Run) -> list[str]:
     """What a reader must know before trusting a run's numbers: logs left out or at odds with
     metrics.json (``check_logs``), failed model calls, a memory store that failed, episodes the
@@ -690,12 +714,13 @@ def _check_out(out: Path, names: list[str] | None = None) -> None:
 
 
 _TABLES = ("runs", "main", "per_task", "groups", "success", "step_shares", "paper_counters", "mechanisms")
+_CURVE_TABLES = ("curve", "curve_slopes", "curve_memory", "curve_sources")
 _REPORT_NAMES = frozenset(
     {
         "report.md",
         "report.html",
-        *(f"{t}.csv" for t in (*_TABLES, "usage", "seeds")),
-        *(f"{f}.png" for f in ("per_task", "groups", "mechanisms")),
+        *(f"{t}.csv" for t in (*_TABLES, "usage", "seeds", *_CURVE_TABLES)),
+        *(f"{f}.png" for f in ("per_task", "groups", "mechanisms", "curve")),
     }
 )
 """Every file name a report may write (tables, figures, report.md, report.html)."""
@@ -729,11 +754,19 @@ def _write_files(runs: list[Run], out: Path) -> list[str]:
     }
     if any(r.metrics.seeds is not None for r in runs):
         tables["seeds"] = ("Seeds", seeds_table(runs))
+    curves = stream_curves(runs)
+    if curves:
+        tables["curve"] = ("Learning curve: mean score by stream position", curve_table(curves))
+        tables["curve_slopes"] = ("Learning curve: slope per position", slope_table(curves))
+        if len(memory_table(curves)[1]):
+            tables["curve_memory"] = ("Learning curve: memory on against off", memory_table(curves))
+        tables["curve_sources"] = ("Where the retrieved records came from", sources_table(curves))
     # A report is shared as it is: every text it shows passes the redaction the event logs, run.json
     # and the viewer's answers pass (a store's DSN, a warning quoting a model server's URL).
     tables = {key: (title, _redacted(table)) for key, (title, table) in tables.items()}
     md = [REPORT_HEADING, "", "Runs: " + ", ".join(f"`{r.name}` ({r.path})" for r in runs), ""]
     warnings = [redact_text(w) for r in runs for w in run_warnings(r)]
+    warnings += [redact_text(w) for w in curve_warnings(curves)]
     if warnings:
         md += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
     for key, (title, table) in tables.items():
@@ -744,6 +777,8 @@ def _write_files(runs: list[Run], out: Path) -> list[str]:
         md += [f"## {title}", "", markdown(table), ""]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
     images = figures(runs)
+    if curves:
+        images["curve.png"] = curve_figure(curves)
     for name, png in images.items():
         (out / name).write_bytes(png)
     loader = PackageLoader("fastslow.eval", "templates")

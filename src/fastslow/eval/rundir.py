@@ -153,6 +153,10 @@ class RunRecord(BaseModel):
     episodes: list[str]
     """The selection: episode ids (``13-0027``, ``13-0027-s1`` when seeded) in play order."""
     store: StoreInfo | None = None
+    stream: bool = False
+    """``fastslow eval --stream`` (``eval.stream``): each task's episodes play as a stream in the order of
+    ``episodes``, each reading only the records of the warm-up and of earlier positions. Part of the
+    run's identity: a run is resumed with the same choice. False in every run.json before streams."""
     starts: list[RunStart] = []
 
     @field_validator("overrides")
@@ -358,6 +362,9 @@ def _check(old: RunRecord, new: RunRecord, new_dump: dict[str, Any], out: Path, 
         raise _refuse(out, f"a run of config {what} (this is '{new.config_name}'{detail})")
     if old.warmup != new.warmup:
         raise _refuse(out, f"a run with another warm-up ({old.warmup} vs {new.warmup})")
+    if old.stream != new.stream:
+        played = "as a stream (--stream)" if old.stream else "without --stream"
+        raise _refuse(out, f"a run played {played}")
     if old.code != new.code:
         changed = [f"{k} {old.code.get(k)} -> {v}" for k, v in new.code.items() if old.code.get(k) != v]
         raise _refuse(out, f"a run made by other code ({', '.join(changed)})")
@@ -546,6 +553,7 @@ def _plan(
     warmup: dict[str, Any] | None,
     restart: bool,
     extend: bool,
+    stream: bool = False,
 ) -> _Plan:
     """Every refusal of ``claim_run``, read-only: what to write and what to delete if none applies."""
     new = RunRecord(
@@ -556,6 +564,7 @@ def _plan(
         warmup=warmup,
         code=code_identity(),
         episodes=selection,
+        stream=stream,
     )
     try:
         old = read_run_record(out)
@@ -627,10 +636,11 @@ def check_claim(
     warmup: dict[str, Any] | None = None,
     restart: bool = False,
     extend: bool = False,
+    stream: bool = False,
 ) -> None:
     """Every refusal ``claim_run`` would make, without locking or writing anything: called before DIR
     is created, so a refused command leaves DIR (and a directory of someone else's files) as it was."""
-    _plan(out, config, selection, overrides, warmup, restart, extend)
+    _plan(out, config, selection, overrides, warmup, restart, extend, stream)
 
 
 def claim_run(
@@ -644,6 +654,7 @@ def claim_run(
     executor: str = "local",
     restart: bool = False,
     extend: bool = False,
+    stream: bool = False,
 ) -> RunRecord:
     """Check DIR against this run's identity, then write config.yaml and run.json. Call it holding
     ``run_lock``; until the lock is released, ``claimed_run(DIR)`` returns the record (the CLI claims
@@ -654,7 +665,7 @@ def claim_run(
     ``restart``; another selection unless ``extend`` or ``restart``; a DIR without a fastslow run record
     that holds what a run writes (``restart`` too: it deletes only a recorded run's files); a store the
     run must not write into (``_check_store``). ``restart`` deletes ``run_files`` of the run in DIR."""
-    plan = _plan(out, config, selection, overrides, warmup, restart, extend)
+    plan = _plan(out, config, selection, overrides, warmup, restart, extend, stream)
     if plan.discard:
         _discard(out, plan.discard)
     record, placed = plan.record, plan.placed

@@ -86,6 +86,7 @@ def _header(
     task_description: str,
     replay: Replay | None,
     jvm: JvmHistory | None,
+    stream_position: int | None = None,
 ) -> EpisodeStart:
     world = get_world(config.env.world)
     task = world.task(episode.task_id)
@@ -104,6 +105,7 @@ def _header(
         jvm=jvm,
         fork=replay.origin if replay is not None else None,
         world=world.name,
+        stream_position=stream_position,
     )
 
 
@@ -132,6 +134,7 @@ def run_episode(
     run_id: str = "",
     replay: Replay | None = None,
     jvm_history: Sequence[str] | None = None,
+    stream_position: int | None = None,
 ) -> EpisodeOutcome:
     """Play one episode to its end and emit episode_start, env_step..., episode_end.
 
@@ -140,7 +143,8 @@ def run_episode(
     ``run_id`` names the run the episode belongs to (AMM records carry it, see ``EpisodeContext``).
     ``replay``: a fork's (``eval/replay.py``): its first steps execute the parent's actions, each checked
     against the parent's log (a mismatch ends the episode with an error naming it), then a
-    ``replay_end``; the agent is asked at every step all the same."""
+    ``replay_end``; the agent is asked at every step all the same. ``stream_position``: the episode's
+    place in its task's stream (``eval.stream``), recorded in the header; None outside a stream."""
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
@@ -155,7 +159,8 @@ def run_episode(
             jvm = None
             if jvm_history is not None:
                 jvm = JvmHistory(episodes=list(jvm_history), gold=agent.needs_gold)
-            sink.emit(_header(episode, config, result.task_description if result else "", replay, jvm))
+            description = result.task_description if result else ""
+            sink.emit(_header(episode, config, description, replay, jvm, stream_position))
         ctx = EpisodeContext(
             world.task(episode.task_id),
             episode.variation,

@@ -235,6 +235,10 @@ class AmmConfig(StrictModel):
     """PostgreSQL table holding the records (created if missing); a lower-case SQL identifier."""
     mode: MemoryMode = "online"
     """online: keep writing during evaluation; frozen: read-only after the warm-up episodes."""
+    provenance: bool = False
+    """Log, in every ``memory_retrieval`` event, the episode that wrote each record returned
+    (``writers``; issue 51). ``fastslow eval --stream`` turns it on; off (the default) leaves the event
+    logs of every configuration as they were. Changes nothing an agent sees."""
     write: SalienceConfig = SalienceConfig()
     """Salience gate of the write hook."""
     retrieval: RetrievalConfig = RetrievalConfig()

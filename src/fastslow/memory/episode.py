@@ -247,7 +247,9 @@ class EpisodeMemory:
         self.cfg = cfg
         self.sink = sink
         self.writer = MemoryWriter(store, cfg.write, sink, episode_id, writable, world)
-        self.retriever = MemoryRetriever(store, cfg.retrieval, sink)
+        self.retriever = MemoryRetriever(
+            store, cfg.retrieval, sink, provenance=episode_id if cfg.provenance else None
+        )
         self.cache: dict[MemoryTrigger, list[MemoryRecord]] = {}
         """Records retrieved at T2/T3, kept for the Critic; never injected in the AMM-only configuration."""
         self._last_t2_step = -(10**9)

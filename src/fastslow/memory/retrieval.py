@@ -164,6 +164,20 @@ def hybrid_search(
     return rrf_fuse([vector, lexical], [cfg.vector_weight, cfg.fts_weight], k, cfg.rrf_k)
 
 
+def writer_name(record_episode: str, own_key: str) -> str:
+    """The episode that wrote a record (its ``episode_id``, a ``<run_id>/<episode>`` key), named
+    relative to the run of the episode reading it (``own_key``, its own key): ``13-0027`` for an
+    evaluation episode of that run, ``warmup/13-0001`` for its warm-up, the whole key for another run's
+    record (a store shared on purpose). Outside a run (no run id) keys are bare and stay as they are."""
+    run, sep, _ = own_key.partition("/")
+    prefix = f"{run}/" if sep else ""
+    return (
+        record_episode.removeprefix(prefix)
+        if prefix and record_episode.startswith(prefix)
+        else record_episode
+    )
+
+
 def dedup_key(record: MemoryRecord) -> tuple[str, str]:
     return (record.action.strip().lower(), " ".join(record.observation.lower().split())[:80])
 
@@ -171,10 +185,15 @@ def dedup_key(record: MemoryRecord) -> tuple[str, str]:
 class MemoryRetriever:
     """Searches the store when a trigger fires and logs a ``MemoryRetrieval`` event."""
 
-    def __init__(self, store: MemoryStore, cfg: RetrievalConfig, sink: EventSink) -> None:
+    def __init__(
+        self, store: MemoryStore, cfg: RetrievalConfig, sink: EventSink, provenance: str | None = None
+    ) -> None:
         self.store = store
         self.cfg = cfg
         self.sink = sink
+        self.provenance = provenance
+        """The reading episode's own key (``amm.provenance`` on): each event then names the writer of
+        every record it returns (``writer_name``); None: no ``writers`` in the events."""
         if cfg.ranking == "hybrid" and store.embedder is None:
             # A store handed in without one (tests, tools): hybrid ranking needs the vectors.
             store.embedder = embedder_for(cfg)
@@ -232,6 +251,11 @@ class MemoryRetriever:
                 n=len(records),
                 ids=[r.id for r in records],
                 latency_ms=round((time.perf_counter() - start) * 1000, 3),
+                writers=(
+                    [writer_name(r.episode_id, self.provenance) for r in records]
+                    if self.provenance is not None
+                    else None
+                ),
             )
         )
         return records

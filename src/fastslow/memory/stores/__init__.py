@@ -23,6 +23,7 @@ __all__ = [
     "is_dsn",
     "open_location",
     "open_store",
+    "release_store",
     "shared_store",
 ]
 
@@ -81,15 +82,30 @@ _SHARED: dict[tuple[str, str | None, str, str | None, str], BulkStore] = {}
 """The stores this process has opened, one per location."""
 
 
+def _key(cfg: AmmConfig) -> tuple[str, str | None, str, str | None, str]:
+    return (cfg.store, cfg.path, cfg.dsn, cfg.password_env, cfg.table)
+
+
 def shared_store(cfg: AmmConfig) -> BulkStore:
-    """This process's store for ``cfg``'s location: opened once, shared, closed at exit."""
-    key = (cfg.store, cfg.path, cfg.dsn, cfg.password_env, cfg.table)
+    """This process's store for ``cfg``'s location: opened once, shared, closed at exit (or when
+    ``release_store`` is called)."""
+    key = _key(cfg)
     store = _SHARED.get(key)
     if store is None:
         store = open_store(cfg)
         _SHARED[key] = store
         atexit.register(store.close)
     return store
+
+
+def release_store(cfg: AmmConfig) -> None:
+    """Close this process's store for ``cfg``'s location now, if it is open; the next ``shared_store``
+    opens it again. ``fastslow eval --stream`` plays each episode on a store of its own and releases it
+    when the episode ends, so a worker does not keep one open file per episode it played."""
+    store = _SHARED.pop(_key(cfg), None)
+    if store is not None:
+        atexit.unregister(store.close)
+        store.close()
 
 
 def open_location(

@@ -21,6 +21,7 @@ of it (``fastslow memory stats|search|export``).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -273,11 +274,16 @@ class SqliteStore:
             raise
 
     def _insert(self, record: MemoryRecord, freq: Counter[str], vector: FloatArray | None) -> None:
-        scoped = scoped_text(record)
-        freq.update(scoped.split())
         blob, model = None, None
         if vector is not None and self.embedder is not None:
             blob, model = to_blob(vector), self.embedder.name
+        self._insert_row(record, freq, blob, model)
+
+    def _insert_row(
+        self, record: MemoryRecord, freq: Counter[str], blob: bytes | None, model: str | None
+    ) -> None:
+        scoped = scoped_text(record)
+        freq.update(scoped.split())
         cur = self._db.execute(
             "INSERT INTO memories (id, task, tag, created, data, vec, vec_model) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -313,6 +319,48 @@ class SqliteStore:
             )
         return n
 
+    def copy_episode(self, source: SqliteStore, episode_id: str) -> int:
+        """Make this store's records of ``episode_id`` exactly ``source``'s: its records there are
+        removed (``delete_episode``), then ``source``'s are added in the order ``source`` wrote them,
+        each with its stored vector as it is (nothing is embedded again); returns how many were added.
+
+        ``fastslow eval --stream`` merges each episode's records from the copy of the store it played
+        on into the run's store this way (``eval.stream``). Running it twice leaves the same records: a
+        merge cut short by a kill is simply done again. Rows of ``source`` that are not records are
+        skipped as every read skips them."""
+        cols = "vec, vec_model" if source._has_vec else "NULL, NULL"
+        try:
+            rows = source._db.execute(
+                f"SELECT rid, data, {cols} FROM memories WHERE CASE WHEN json_valid(data) "
+                "THEN json_extract(data, '$.episode_id') END = ? ORDER BY rid",
+                (episode_id,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise source._error("read", exc) from exc
+        found = [
+            (source._bad.decode(rid, data, MemoryRecord.from_json), blob, model)
+            for rid, data, blob, model in rows
+        ]
+        self.delete_episode(episode_id)
+        freq: Counter[str] = Counter()
+        with self._transaction("write"):
+            for record, blob, model in found:
+                if record is not None:
+                    self._insert_row(record, freq, blob, model)
+            self._db.executemany(
+                "INSERT INTO slice_terms (token, n) VALUES (?, ?) "
+                "ON CONFLICT (token) DO UPDATE SET n = n + excluded.n",
+                sorted(freq.items()),
+            )
+        return sum(record is not None for record, _, _ in found)
+
+    def delete_episodes(self, episode_ids: Sequence[str]) -> int:
+        """Remove the records of every episode in ``episode_ids`` (as ``delete_episode`` removes one)
+        in one transaction; returns how many were removed."""
+        if not episode_ids:
+            return 0
+        return self._delete_where("$.episode_id", "IN", json.dumps(list(episode_ids)))
+
     def delete_episode(self, episode_id: str) -> int:
         """Remove one episode's records, their FTS rows and their share of the ``slice_terms`` counts."""
         return self._delete_where("$.episode_id", "=", episode_id)
@@ -322,14 +370,16 @@ class SqliteStore:
         the store as it was at ``t`` (a fork's copy of its parent's store, ``eval/fork.py``)."""
         return self._delete_where("$.created", ">", t)
 
-    def _delete_where(self, field: str, op: Literal["=", ">"], value: str | float) -> int:
+    def _delete_where(self, field: str, op: Literal["=", ">", "IN"], value: str | float) -> int:
+        # IN: ``value`` is a JSON array, read by json_each (one parameter however many values).
+        operand = "(SELECT value FROM json_each(?))" if op == "IN" else "?"
         with self._transaction("delete"):
             # The fields live only in the JSON. json_valid first: json_extract raises on a bad row, and
             # one bad row must not make an episode undeletable (CASE evaluates lazily).
             rows = self._db.execute(
                 "SELECT m.rid, f.scoped, m.id FROM memories AS m "
                 "LEFT JOIN memories_fts AS f ON f.rowid = m.rid "
-                f"WHERE CASE WHEN json_valid(m.data) THEN json_extract(m.data, ?) END {op} ?",
+                f"WHERE CASE WHEN json_valid(m.data) THEN json_extract(m.data, ?) END {op} {operand}",
                 (field, value),
             ).fetchall()
             rids = [(rid,) for rid, _, _ in rows]
@@ -479,6 +529,18 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise self._error("search", exc) from exc
         return self._decode([found[i] for i in ids if i in found])
+
+    def copy_to(self, target: str | Path) -> None:
+        """A consistent copy of the whole store (its committed state, vectors and indexes included) in
+        the file ``target``, through SQLite's backup API; ``target`` is overwritten."""
+        try:
+            dest = sqlite3.connect(target)
+            try:
+                self._db.backup(dest)
+            finally:
+                dest.close()
+        except sqlite3.Error as exc:
+            raise self._error(f"copy to {target}", exc) from exc
 
     def count(self) -> int:
         """Rows in the store (a bad row counts: it is there, it is just skipped when read)."""
