@@ -134,21 +134,12 @@ def test_the_authors_profile_is_refused_on_textworldexpress(
 def test_the_constrained_configs_play_a_twx_episode_with_the_embedded_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Each configuration plays one coin dev episode to 12 steps with SmolLM2 (a Sage round at least:
-    escalation at the step limit's pace); every action the env got was valid and the log reads back."""
+    """The full configuration plays a coin dev episode to 16 steps with SmolLM2: Sage is called, every
+    model call answered, and every action the env got was one it knew."""
     out = tmp_path / "full"
-    args = [
-        "eval",
-        "-c",
-        "twx-constrained-full",
-        "--set",
-        "dev",
-        "--tasks",
-        "cookingworld",
-        "--limit-per-task",
-        "1",
-    ]
-    code, _, err = cli(capsys, *args, "-o", "env.step_limit=12", "--out", str(out))
+    # coin dev seed 10002: Swift wanders until SwiftSage's no-progress rule calls Sage
+    args = ["eval", "-c", "twx-constrained-full", "--set", "dev", "--tasks", "coin", "--variations", "10002"]
+    code, _, err = cli(capsys, *args, "-o", "env.step_limit=16", "--out", str(out))
     assert code == 0, err
     assert json.loads((out / "metrics.json").read_text())["episodes"] == 1
     log = read_events(next((out / "events").glob("*.jsonl")))
