@@ -153,6 +153,17 @@ class RetrievalConfig(StrictModel):
     """``critic_evidence: fresh``: success and near-miss memories given to the Critic (authors: 3, of
     the 10 their search returns)."""
 
+    prior: bool = False
+    """AMM's action prior (``memory.prior``, issue 51): on every Swift proposal, a valid action that
+    other episodes of the run (the warm-up included) were rewarded for gains ``prior_bonus`` and one they
+    lost score with loses ``prior_penalty`` (votes of the current task's records, by episode). Off: the
+    paper configurations' AMM; the fast-pathway configurations with AMM switch it on."""
+    prior_bonus: float | None = Field(default=None, ge=0.0)
+    """The prior's bonus in Swift's score units; None: the value fitted on dev streams
+    (``memory/data/prior.json``, which records how)."""
+    prior_penalty: float | None = Field(default=None, ge=0.0)
+    """The prior's penalty in Swift's score units; None: the fitted value (``memory/data/prior.json``)."""
+
     @model_validator(mode="after")
     def _forced_t1_settles(self) -> RetrievalConfig:
         # On a forced iteration the arbitration would send Swift's rescued proposal to Sage anyway.

@@ -36,6 +36,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
 from fastslow.memory.config import AmmConfig, SalienceConfig, T3Rule
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block
+from fastslow.memory.prior import ActionPrior, PriorWeights, fitted
 from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.retrieval import MemoryRetriever, dedup_key
 from fastslow.memory.salience import (
@@ -260,6 +261,10 @@ class EpisodeMemory:
         self.failures_since_plan = 0
         """Failure messages (the authors' test, ``AuthorsProfile.failed``) since T4 last ran (for
         ``t4_avoidance_on_failures``)."""
+        self.episode_id = episode_id
+        self._prior: ActionPrior | None = None
+        """``amm.retrieval.prior``: the votes of the other episodes' records, read at the first proposal."""
+        self._prior_weights: PriorWeights | None = None
 
     # -- write side ---------------------------------------------------------------------------------
     def after_step(
@@ -377,6 +382,30 @@ class EpisodeMemory:
             self.swift_failures = 0
             self.t2_count(traj)
         return outcome
+
+    def prior(self, traj: Trajectory, proposal: Proposal) -> tuple[Proposal, str]:
+        """``amm.retrieval.prior``: ``proposal`` re-ranked by the action prior (``memory.prior``) and a
+        note for the step's reason when its top changed (``, prior <action> (+<vote>)``). The prior is
+        read from the store once per episode, at its first proposal; a store error leaves the proposal
+        as it is (``MemoryFallback(T1, swift, store_error: ...)``) and the episode without a prior."""
+        rcfg = self.cfg.retrieval
+        if not rcfg.prior:
+            return proposal, ""
+        if self._prior is None:
+            self._prior_weights = fitted(rcfg.prior_bonus, rcfg.prior_penalty)
+            try:
+                records = list(self.retriever.store.iter_all())
+            except MemoryStoreError as exc:
+                self._fallback(traj, "T1", "swift", f"{STORE_ERROR}{exc}")
+                records = []
+            self._prior = ActionPrior.from_records(records, traj.task_name, self.episode_id, traj.semantics)
+        assert self._prior_weights is not None
+        steps = ((t.action, t.reward) for t in traj.turns)
+        revised = self._prior.revise(proposal, traj.current.valid_actions, steps, self._prior_weights)
+        top = revised.top
+        if top is None or top == proposal.top:
+            return revised, ""
+        return revised, f", prior {top} ({self._prior.vote(top):+d})"
 
     def t1_ladder(
         self,

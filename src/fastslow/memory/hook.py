@@ -1,5 +1,6 @@
 """AMM as a loop hook (``core.hooks.LoopHook``; paper §3.1): T1 on Swift failure (the authors' profile:
-also on a forced iteration), T4 for Sage, the write hook with T2/T3 after each step, and the Critic's
+also on a forced iteration), the action prior on every proposal (``amm.retrieval.prior``,
+``memory.prior``), T4 for Sage, the write hook with T2/T3 after each step, and the Critic's
 evidence (``critic_memories``), which ``fastslow.build`` hands to SRM's hook."""
 
 from __future__ import annotations
@@ -28,11 +29,19 @@ class AmmHook(LoopHook):
             again=turn.again,
         )
         if outcome is None or outcome.proposal is None:
-            return Revision(proposal)
+            revised, note = self._prior(turn, proposal)
+            return Revision(revised, note)
         where = f" instead of forced sage ({turn.forced})" if turn.forced is not None else ""
+        revised, note = self._prior(turn, outcome.proposal)
         return Revision(
-            outcome.proposal, f", T1 {outcome.rung}{where}", settles=self.memory.cfg.retrieval.t1_settles
+            revised, f", T1 {outcome.rung}{where}{note}", settles=self.memory.cfg.retrieval.t1_settles
         )
+
+    def _prior(self, turn: ProposalTurn, proposal: Proposal) -> tuple[Proposal, str]:
+        # A later iteration of the same step walks the hooks over the proposal they already revised.
+        if turn.again:
+            return proposal, ""
+        return self.memory.prior(turn.traj, proposal)
 
     def _retry(self, turn: ProposalTurn, memories: Sequence[MemoryHint]) -> Proposal:
         # The retried Swift reads the trajectory as AMM's profile shows it (scores hidden: authors').
