@@ -78,10 +78,16 @@ def record(env: ScienceWorldAdapter) -> dict[str, list[dict[str, Any]]]:
     return {case: play(env, case) for case in CASES}
 
 
+def _set(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if v is not None}
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_runner_logs_match_the_recording(env: ScienceWorldAdapter, case: str) -> None:
     recorded = json.loads(FIXTURE.read_text(encoding="utf-8"))[case]
-    assert play(env, case) == recorded
+    # A field written as null counts as absent (scripts/compare_events.py's rule): a header field added
+    # after the recording, at its default, changes nothing the runner decided.
+    assert [_set(e) for e in play(env, case)] == [_set(e) for e in recorded]
 
 
 def test_recorded_ends_are_the_expected_ones() -> None:
