@@ -116,6 +116,13 @@ def test_the_order_not_the_scheduling_decides_what_each_episode_reads(runs: dict
 
     for episode_id in one:
         assert play(one[episode_id]) == play(two[episode_id]), episode_id
+    # The warm-up the stream starts from is itself a stream (what a warm-up episode reads may change
+    # its actions, with the prior on): the same with 1 worker or 2, its copies gone once merged.
+    warm_one, warm_two = (_logs(runs[k] / "warmup") for k in ("one", "two"))
+    assert warm_one and sorted(warm_one) == sorted(warm_two)
+    for episode_id in warm_one:
+        assert play(warm_one[episode_id]) == play(warm_two[episode_id]), episode_id
+    assert not any((runs["two"] / "warmup" / STREAM_DIR).iterdir())
 
 
 def _table(path: Path) -> list[dict[str, str]]:

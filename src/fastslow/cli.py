@@ -266,7 +266,9 @@ def eval_(
                 console.print(f"memory ranking: hybrid, BM25 + embedder {start.memory_embedder}{note}")
         if warmup and store is not None:  # (--warmup without AMM was refused above)
             console.print(f"warm-up: filling the memory store {store.location}")
-            done = warmup_with_progress(cfg, out, console, player, workers, executor, ray_address)
+            done = warmup_with_progress(
+                cfg, out, console, player, workers, executor, ray_address, stream=record.stream
+            )
             console.print(f"warm-up: {len(done)} episodes played (finished ones skipped)")
         if seeds is not None and not sampled_models(cfg):
             # Not refused: the spread over seeds of such a run is ScienceWorld's own nondeterminism, a

@@ -55,7 +55,7 @@ from fastslow.eval.rundir import (
     write_json,
 )
 from fastslow.eval.runner import EpisodeOutcome
-from fastslow.eval.stream import Stream, check_stream, stream_config
+from fastslow.eval.stream import STREAM_DIR, Stream, check_stream, stream_config
 from fastslow.events import EndState
 from fastslow.manifest import owned, record_removed, record_written
 from fastslow.models.cache import CACHE_FILE
@@ -230,6 +230,7 @@ def evaluate(
                 executor=executor,
                 ray_address=ray_address,
                 on_note=on_note,
+                stream=record.stream,
             )
         selection = [Episode.from_id(i) for i in record.episodes]
         events_dir = out / "events"
@@ -335,6 +336,7 @@ def run_warmup(
     ray_address: str | None = None,
     on_episode: Callable[[EpisodeOutcome | None, int, int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    stream: bool = False,
 ) -> list[EpisodeOutcome]:
     """AMM warm-up (paper §4): play the ``warmup`` set (2 train variations per task, 60 episodes) so the
     memory store holds records before the evaluation starts.
@@ -349,7 +351,8 @@ def run_warmup(
     DIR/warmup/events (never into DIR/events, so metrics never see them); finished episodes are
     skipped on a rerun, as in the main run. The episodes run with ``controller.warmup`` set, which
     lets them write even when ``amm.mode`` is frozen (read-only afterwards). ``on_episode`` and ``on_note`` as
-    in ``evaluate``."""
+    in ``evaluate``. ``stream``: play them as a stream (``eval.stream``; a stream run's warm-up), so the
+    store they leave is the same whatever the number of workers."""
     from fastslow.env.world import get_world
 
     player = check_warmup(config, agent)
@@ -385,8 +388,13 @@ def run_warmup(
             outcomes.append(outcome)
             report(outcome)
 
+        flow = (
+            Stream(config, out, f"{run_id}/{WARMUP_DIR}", [e.episode_id for e in chosen], target / STREAM_DIR)
+            if stream
+            else None
+        )
         run_episodes(
-            warm,
+            stream_config(warm) if flow is not None else warm,
             todo,
             events_dir,
             workers=workers,
@@ -396,6 +404,7 @@ def run_warmup(
             on_outcome=finished,
             run_id=f"{run_id}/{WARMUP_DIR}",
             model_cache=out / CACHE_FILE,
+            stream=flow,
         )
         note_warmup(out, config)
     return outcomes

@@ -210,13 +210,24 @@ def _as_worker_of(parent: int) -> None:
     _exit_with_parent(parent)
 
 
+POOL_STOP_S = 10.0
+"""How long ``stop_pool`` waits for the pool's manager thread once the workers are terminated."""
+
+
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel ``pool``'s queued calls and terminate its workers without waiting for the calls in
-    flight (their JVMs exit with the workers' stdin)."""
+    flight (their JVMs exit with the workers' stdin); returns once the pool's manager thread has
+    gone (at most ``POOL_STOP_S``)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
+    # The pool's manager thread notices the terminated workers and closes its wake-up pipe. Wait for it:
+    # left running into interpreter exit, it races concurrent.futures' exit hook, which then writes to
+    # the pipe as it closes ("Bad file descriptor" printed under Ctrl-C's one line, CPython 3.11).
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=POOL_STOP_S)
 
 
 @contextmanager

@@ -342,8 +342,10 @@ def warmup_with_progress(
     workers: int = 1,
     executor: str = "local",
     ray_address: str | None = None,
+    stream: bool = False,
 ) -> list[EpisodeOutcome]:
-    """``fastslow eval --warmup``: the warm-up episodes (``run_warmup``) under their own progress bar."""
+    """``fastslow eval --warmup``: the warm-up episodes (``run_warmup``) under their own progress bar;
+    ``stream``: a stream run's warm-up, played as a stream."""
     label = f"warm-up ({(agent or config).name})"
     with _progress_bar(console, label, None) as on_episode:
         return run_warmup(
@@ -355,4 +357,5 @@ def warmup_with_progress(
             ray_address=ray_address,
             on_episode=on_episode,
             on_note=_resume_note(console),
+            stream=stream,
         )

@@ -30,6 +30,11 @@ words returns the newest records by wall-clock time, the one order left to the c
 agent could carry from the episodes its worker happened to play before (which depends on scheduling)
 reaches the next one. The store is the one thing that connects the episodes of a stream.
 
+**The warm-up.** With ``--warmup`` the warm-up plays as a stream of its own before the evaluation's
+(its copies in ``DIR/warmup/stream``): with the prior or T1 on, a warm-up episode's actions depend on
+the records it reads, so warm-up episodes played side by side would leave a store that depends on the
+scheduling, and every evaluation episode would start from it.
+
 **Provenance.** A stream run turns on ``amm.provenance``: every ``memory_retrieval`` event names the
 episode that wrote each record it returned (``writers``), which ``fastslow report`` counts
 (``eval.curve``).
@@ -101,13 +106,21 @@ class Stream:
     """The parent's side of a stream run: the rounds, the copies of the store, the merges.
 
     ``config``: the run's, its store placed (``rundir.store_config``); ``episode_ids``: run.json's
-    selection (every episode, played or not: positions and merges are the whole stream's)."""
+    selection (every episode, played or not: positions and merges are the whole stream's); ``folder``:
+    where the copies go (default DIR/stream; the warm-up's stream uses DIR/warmup/stream)."""
 
-    def __init__(self, config: RunConfig, out: Path, run_id: str, episode_ids: Sequence[str]) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        out: Path,
+        run_id: str,
+        episode_ids: Sequence[str],
+        folder: Path | None = None,
+    ) -> None:
         check_stream(config)
         self.order = list(episode_ids)
         self.positions = stream_positions(self.order)
-        self.folder = out / STREAM_DIR
+        self.folder = folder if folder is not None else out / STREAM_DIR
         self.run_id = run_id
         amm = config.amm
         self.store_path = Path(amm.path) if amm.enabled and amm.path else None
