@@ -188,18 +188,29 @@ def test_the_curve_equals_a_count_from_the_event_logs(
             assert row[f"{config} retrieved"] == str(sum(sources.values()))
             assert row[f"{config} from warm-up"] == str(sources["warmup"])
             assert row[f"{config} from earlier"] == str(sources["earlier"])
-    slopes = {row["config"]: row for row in _table(out / "curve_slopes.csv")}
+    # every run over all its tasks, then each game alone (twc is task 1 of TextWorldExpress's table)
+    names = {0: "cookingworld", 1: "twc"}
+    slopes = {(row["config"], row["task"]): row for row in _table(out / "curve_slopes.csv")}
+    assert len(slopes) == 6
     for name, config in (("two", "twx-swift-amm"), ("off", "twx-swift-only")):
-        for measure, column in (("paper", "slope (paper)"), ("strict", "slope (strict)")):
-            rows = [(c["task"], c["k"], c[measure]) for c in counted[name].values()]
-            assert slopes[config][column] == f"{_within_slope(rows):.2f}"
-    assert slopes["twx-swift-amm"]["memory"] == "on" and slopes["twx-swift-only"]["memory"] == "off"
-    (pair,) = _table(out / "curve_memory.csv")
+        for task in ("all", *names.values()):
+            mine = [c for c in counted[name].values() if task in ("all", names[c["task"]])]
+            assert slopes[config, task]["episodes"] == str(len(mine))
+            for measure, column in (("paper", "slope (paper)"), ("strict", "slope (strict)")):
+                rows = [(c["task"], c["k"], c[measure]) for c in mine]
+                assert slopes[config, task][column] == f"{_within_slope(rows):.2f}"
+    assert slopes["twx-swift-amm", "all"]["memory"] == "on"
+    assert slopes["twx-swift-only", "twc"]["memory"] == "off"
+    pairs = {row["task"]: row for row in _table(out / "curve_memory.csv")}
+    assert sorted(pairs) == ["all", "cookingworld", "twc"]
     on, off = counted["two"], counted["off"]
-    diffs = [on[i]["paper"] - off[i]["paper"] for i in on]
-    assert pair["mean diff (paper)"] == f"{np.mean(diffs):.2f}" and pair["paired episodes"] == "8"
-    paired = [(on[i]["task"], on[i]["k"], on[i]["paper"] - off[i]["paper"]) for i in on]
-    assert pair["slope diff (paper)"] == f"{_within_slope(paired):.2f}"
+    for task, pair in pairs.items():
+        ids = [i for i in on if task in ("all", names[on[i]["task"]])]
+        diffs = [on[i]["paper"] - off[i]["paper"] for i in ids]
+        assert pair["mean diff (paper)"] == f"{np.mean(diffs):.2f}"
+        assert pair["paired episodes"] == str(len(ids)) == ("8" if task == "all" else "4")
+        paired = [(on[i]["task"], on[i]["k"], on[i]["paper"] - off[i]["paper"]) for i in ids]
+        assert pair["slope diff (paper)"] == f"{_within_slope(paired):.2f}"
     (sources_row, off_row) = _table(out / "curve_sources.csv")
     total: Counter[str] = sum((c["sources"] for c in on.values()), Counter())
     assert sources_row["not visible"] == "0" and off_row["retrieved"] == "0"

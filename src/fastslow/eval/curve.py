@@ -9,10 +9,11 @@ record returned (``memory_retrieval.writers``). From these:
   conventions (``paper``: the best non-negative score reached; ``strict``: the final score, -100 counted
   as 0; ``eval.metrics``). Every task contributes its k-th episode, so the mean at k is the macro mean over
   the tasks that have one.
-- **slope**: the within-task OLS slope of the score on the position (one intercept per task: score and
-  position are centred on their task's means before the fit), in points per position. Centring keeps a
-  change in which tasks are present at the later positions (ScienceWorld's tasks have 1 to 10 test
-  variations) out of the slope: it measures how a task's score changes along its own stream.
+- **slope**: over all the tasks of a run and for each task alone, the within-task OLS slope of the score
+  on the position (one intercept per task: score and position are centred on their task's means before
+  the fit), in points per position. Centring keeps a change in which tasks are present at the later
+  positions (ScienceWorld's tasks have 1 to 10 test variations) out of the slope: it measures how a
+  task's score changes along its own stream.
 - **its 95% interval**: a percentile bootstrap, ``BOOTSTRAP_RESAMPLES`` (2000) resamples, seeded (0):
   each task's episodes are resampled with replacement, keeping their positions, and the slope is fitted
   again, as ``metrics.bootstrap_ci`` resamples within tasks (the tasks are fixed by the protocol). A
@@ -51,6 +52,7 @@ class StreamEpisode:
 
     episode_id: str
     task_id: int
+    task_name: str
     position: int
     score: float
     """The paper's episode score (``EpisodeResult.score``)."""
@@ -115,6 +117,7 @@ def read_stream(events: Path, episode_ids: Iterable[str]) -> list[StreamEpisode]
             StreamEpisode(
                 episode_id,
                 start.task_id,
+                start.task_name,
                 position,
                 result.score,
                 result.score_strict,
@@ -288,33 +291,45 @@ def curve_table(curves: Sequence[StreamCurve]) -> Table:
     return head, rows
 
 
+def _by_task(episodes: Sequence[StreamEpisode]) -> list[tuple[str, list[StreamEpisode]]]:
+    """("all", every episode) then (task name, its episodes) for each task, by task id."""
+    tasks: dict[int, list[StreamEpisode]] = defaultdict(list)
+    for e in episodes:
+        tasks[e.task_id].append(e)
+    return [("all", list(episodes))] + [(tasks[t][0].task_name, tasks[t]) for t in sorted(tasks)]
+
+
 def slope_table(curves: Sequence[StreamCurve]) -> Table:
-    """Each run's within-task slope (points per position) and its bootstrap interval, both conventions."""
-    head = ["config", "memory", "episodes", "positions", "slope (paper)", "95% CI", "slope (strict)"]
-    head += ["95% CI (strict)"]
+    """Each run's within-task slope (points per position) and its bootstrap interval, both conventions:
+    over all its tasks (task ``all``), then each task's own."""
+    head = ["config", "task", "memory", "episodes", "positions", "slope (paper)", "95% CI"]
+    head += ["slope (strict)", "95% CI (strict)"]
     rows = []
     for c in curves:
-        row = [c.name, "on" if c.memory else "off", str(len(c.episodes))]
-        row.append(str(len({e.position for e in c.episodes})))
-        for measure in MEASURES:
-            points = rows_of(c.episodes, measure)
-            row += [_f(slope(points)), _ci(slope_ci(points))]
-        rows.append(row)
+        for task, episodes in _by_task(c.episodes):
+            row = [c.name, task, "on" if c.memory else "off", str(len(episodes))]
+            row.append(str(len({e.position for e in episodes})))
+            for measure in MEASURES:
+                points = rows_of(episodes, measure)
+                row += [_f(slope(points)), _ci(slope_ci(points))]
+            rows.append(row)
     return head, rows
 
 
 def memory_table(curves: Sequence[StreamCurve]) -> Table:
     """Memory on against off (``memory_pairs``): the paired difference (on - off) of the mean score and
-    of the slope, with the slope difference's paired bootstrap interval, both conventions."""
-    head = ["memory on", "memory off", "paired episodes", "mean diff (paper)", "slope diff (paper)", "95% CI"]
-    head += ["mean diff (strict)", "slope diff (strict)", "95% CI (strict)"]
+    of the slope, with the slope difference's paired bootstrap interval, both conventions: over all the
+    tasks (task ``all``), then each task's own."""
+    head = ["memory on", "memory off", "task", "paired episodes", "mean diff (paper)", "slope diff (paper)"]
+    head += ["95% CI", "mean diff (strict)", "slope diff (strict)", "95% CI (strict)"]
     rows = []
     for on, off in memory_pairs(curves):
-        row = [on.name, off.name, str(len(paired_rows(on.episodes, off.episodes, "paper")))]
-        for measure in MEASURES:
-            points = paired_rows(on.episodes, off.episodes, measure)
-            row += [_f(mean(v for _, _, v in points)), _f(slope(points)), _ci(slope_ci(points))]
-        rows.append(row)
+        for task, episodes in _by_task(on.episodes):
+            row = [on.name, off.name, task, str(len(paired_rows(episodes, off.episodes, "paper")))]
+            for measure in MEASURES:
+                points = paired_rows(episodes, off.episodes, measure)
+                row += [_f(mean(v for _, _, v in points)), _f(slope(points)), _ci(slope_ci(points))]
+            rows.append(row)
     return head, rows
 
 
