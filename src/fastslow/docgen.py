@@ -27,8 +27,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 GENERATED_NOTE = (
-    "!!! note \"Generated from the code\"\n"
-    "    This page is written by `fastslow.docgen` at every build of the site; edit {source}, not this page.\n"
+    '!!! note "Generated from the code"\n'
+    "    This page is written by `fastslow.docgen` at every build of the site; edit {source}, "
+    "not this page.\n"
 )
 
 
@@ -292,7 +293,7 @@ def configs_reference() -> str:
             details.append("")
         else:
             details.append("Sets nothing over what it extends.\n")
-    return "\n".join(out + [""] + details)
+    return "\n".join([*out, "", *details])
 
 
 # -- command line --------------------------------------------------------------------------------------
