@@ -1,7 +1,9 @@
 # Two entry points for a fresh machine (see README):
 #   make demo   - create .venv, install fastslow, run the fast pathway's full system on every task, then
 #                 the embedded LLM's constrained full system on 2 short episodes, then the report and viewer
-#   make test   - same install plus dev tools, then ruff, mypy, import-linter and pytest (what .ci/run calls)
+#   make test   - same install plus dev tools, then ruff, mypy, import-linter, a strict build of the docs site
+#                 and pytest (what .ci/run calls)
+#   make docs   - the documentation site into site/ (mkdocs, strict)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,7 +12,7 @@ BASE_STAMP := $(VENV)/.fastslow-base-installed
 STAMP := $(VENV)/.fastslow-installed
 DEV_STAMP := $(VENV)/.fastslow-dev-installed
 
-.PHONY: install install-dev demo paper paper-sensitivity test test-slow lint clean
+.PHONY: install install-dev demo paper paper-sensitivity test test-slow lint docs docs-check clean
 
 # fastslow itself (the fast pathway needs nothing more), then the embedded LLM on top.
 $(BASE_STAMP): pyproject.toml Makefile
@@ -34,7 +36,7 @@ $(STAMP): $(BASE_STAMP)
 # torch==2.13.0 is the CPU wheel on disk and goes first: a plain `torch` would pull a multi-GB CUDA build.
 $(DEV_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5,embed,rank]"
+	$(PY) -m pip install --quiet -e ".[llm,dev,postgres,ray,t5,embed,rank,docs]"
 	touch $(DEV_STAMP)
 
 install: $(STAMP)
@@ -104,12 +106,22 @@ lint: install-dev
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The documentation site (mkdocs.yml): strict, so a broken link, a page missing from the nav or a
+# generated reference page that no longer renders from the code fails the build (docs/index.md).
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# The same strict build into a throwaway folder: what `make test` checks.
+docs-check: install-dev
+	tmp=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $$tmp/site; \
+		rc=$$?; rm -rf $$tmp; exit $$rc
+
 # Two pytest workers: most tests wait on a JVM or a subprocess, so both cores stay busy.
-test: lint
+test: lint docs-check
 	$(VENV)/bin/pytest -q -m "not slow" -n 2
 
 test-slow: install-dev
 	$(VENV)/bin/pytest -q -m slow
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
