@@ -6,7 +6,8 @@ dev seeds as a stream. Checked: each ``memory_prior`` event names a change the s
 every episode it names as an endorser played at an earlier stream position; ``attribute --mechanism
 memory-prior`` forks whose control repeats the parent and whose off-fork's first own action is Swift's own
 top; a fork of a stream episode plays on the store as that episode read it (no record of its position or
-later, whenever written), and a configuration without the prior logs no such event.
+later, whenever written), and a configuration without the prior logs no such event. And ``--mechanism
+t4-injection``: a Sage round forked with T4 off plans on the prompt without the memory block.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from fastslow.cli import main
 from fastslow.eval.attribute import Point, attribute, mechanism_points
 from fastslow.eval.fork import fork_episode, read_parent
-from fastslow.events import EnvStep, EpisodeStart, MemoryPrior, read_events
+from fastslow.events import EnvStep, EpisodeStart, MemoryInjection, MemoryPrior, ModelCall, read_events
 from fastslow.memory.records import MemoryRecord
 from fastslow.memory.stores.sqlite import SqliteStore
 
@@ -137,3 +138,38 @@ def test_without_the_prior_no_prior_event_is_logged(run: Path, tmp_path: Path) -
         json.loads(line) for p in (out / "events").glob("*.jsonl") for line in p.read_text().splitlines()
     ]
     assert logs and not [e for e in logs if e["event"] == "memory_prior"]
+
+
+def test_t4_switched_off_at_one_step_leaves_sage_its_baseline_prompt(tmp_path: Path) -> None:
+    """A scripted Sage (the real controller and world) on twx-constrained-amm, a stream of two twc dev
+    episodes: the second's Sage round gets T4 memories from the first; forked with T4 off there, the
+    round plans on the prompt without the block."""
+    run = tmp_path / "run"
+    sage = ["sage.model.kind=scripted", 'sage.model.replies=["1. look around"]', "sage.model.cycle=true"]
+    overrides = [*sage, "controller.sage.constrain=none", "env.step_limit=30"]
+    args = ["--config", "twx-constrained-amm", "--set", "dev", "--tasks", "twc", "--limit-per-task", "2"]
+    main(["eval", *args, "--stream", *(a for o in overrides for a in ("-o", o)), "--out", str(run)])
+    points = mechanism_points(run, "t4-injection")
+    assert points
+    payload = attribute(run, "t4-injection", tmp_path / "attr", limit=1)
+    assert payload["replayed"] == payload["exact"] == 1
+    point = Point(**payload["points"][0]["point"])
+    base = tmp_path / "attr" / "forks" / point.name
+
+    def plan_prompts(kind: str) -> list[str]:
+        events = read_events(base / kind / "events" / f"{point.episode}.jsonl")
+        calls = [
+            e for e in events if isinstance(e, ModelCall) and e.role == "sage_plan" and e.step == point.step
+        ]
+        assert calls
+        return [m["content"] for c in calls for m in c.messages or []]
+
+    def injected(kind: str) -> list[MemoryInjection]:
+        events = read_events(base / kind / "events" / f"{point.episode}.jsonl")
+        return [
+            e for e in events if isinstance(e, MemoryInjection) and e.trigger == "T4" and e.step == point.step
+        ]
+
+    (block,) = injected("control")
+    assert any(block.text in m for m in plan_prompts("control"))
+    assert not injected("off") and not any("RETRIEVED MEMORIES" in m for m in plan_prompts("off"))
