@@ -79,8 +79,12 @@ class Modules:
                 hooks.append(ProcedureHook(self.procedures, self.policy.focus_allowed))
         amm = None
         if self.amm is not None:
-            amm = AmmHook(self.amm.episode(memory_key, sink, warmup=self.warmup))
-            hooks.append(self._switched(amm, {"t1-injection": "on_proposal"}))
+            off = self.intervention
+            prior_off = off.step if off is not None and off.mechanism == "memory-prior" else None
+            amm = AmmHook(self.amm.episode(memory_key, sink, warmup=self.warmup), prior_off)
+            hooks.append(
+                self._switched(amm, {"t1-injection": "on_proposal", "t4-injection": "plan_memories"})
+            )
         if self.srm is not None:
             srm = Srm.for_episode(
                 self.srm,

@@ -341,7 +341,10 @@ def fork(
 def attribute(
     run_dir: Annotated[Path, typer.Argument(help="A finished run's directory.")],
     mechanism: Annotated[
-        str, typer.Option("--mechanism", help="gate-drop, critic, t1-injection or sage-round.")
+        str,
+        typer.Option(
+            "--mechanism", help="gate-drop, critic, t1-injection, sage-round, memory-prior or t4-injection."
+        ),
     ],
     out: Annotated[
         Path, typer.Option("--out", parser=out_path, help="Directory for the forks and attribution.json.")

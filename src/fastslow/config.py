@@ -59,7 +59,10 @@ class Intervention(StrictModel):
     (it is still called, so its budget is spent as it was); ``t1-injection``: AMM's T1 does not run on
     Swift's proposal for step ``step + 1``; ``sage-round``: a Sage round asked for while choosing step
     ``step + 1`` answers nothing (``controller.sage.SageOff``: the arbiter's fallback acts, as when Sage
-    fails). Every other step, and every other mechanism, as configured."""
+    fails); ``memory-prior``: AMM's action prior leaves Swift's proposal for step ``step + 1`` as Swift
+    (or T1's retry) ranked it (T1 and the rest of AMM still run there); ``t4-injection``: a Sage round
+    planning at ``step`` steps taken gets no AMM memory block (its baseline prompt). Every other step,
+    and every other mechanism, as configured."""
 
     mechanism: Mechanism
     step: int = Field(ge=0)

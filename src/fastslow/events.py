@@ -273,6 +273,41 @@ class MemoryInjection(_Event):
     """The block as the model got it (logs before this field: empty)."""
 
 
+class MemoryPrior(_Event):
+    """AMM's action prior (paper §3.1, AMM on the fast pathway; ``memory.prior``, issue 51) changed the
+    top of Swift's proposal: the action it put first, and the earlier episodes whose records voted for
+    it. Logged only with ``amm.retrieval.prior`` on, and only at a step whose top it changed (a re-rank
+    that leaves the top alone changes no action), so logs of every configuration without the prior are
+    as before. ``fastslow attribute --mechanism memory-prior`` forks at these events."""
+
+    event: Literal["memory_prior"] = "memory_prior"
+    step: int
+    """Env steps taken when Swift proposed (the action chosen becomes env step ``step + 1``)."""
+    proposed: str
+    """The top of the proposal the prior re-ranked: Swift's own (or, when T1 rescued the step, the T1
+    retry's), which the step would have taken first without the prior."""
+    action: str
+    """The action the prior put first."""
+    vote: int
+    """``action``'s vote: earlier episodes rewarded for it minus those that lost score with it."""
+    proposed_vote: int
+    """``proposed``'s vote (negative when the prior demoted it; an action this episode lost score with,
+    or a rival of an endorsed one, loses ``penalty`` with a vote of 0)."""
+    endorsed_by: list[str]
+    """Provenance: the episodes whose records endorsed ``action`` then disputed it (named as
+    ``MemoryRetrieval.writers`` names them: ``13-0027``, ``warmup/13-0001``, another run's full key)."""
+    disputed_by: list[str]
+    """The episodes whose records disputed ``proposed`` (same naming)."""
+    rivals: list[str] = []
+    """When ``proposed`` had no vote but lost ``penalty`` as a rival: the endorsed actions (comparison
+    form) with its verb and first object that made it one ("put cup in trash can" for "put cup in
+    sink")."""
+    records: list[str]
+    """Ids of the records behind those votes: ``action``'s, ``proposed``'s, then the rivals'. Empty
+    only when the prior acted on this episode's own steps alone (``proposed`` lost score earlier in
+    it)."""
+
+
 class MemoryFallback(_Event):
     """AMM gave up on a write or an injection and the baseline input was used unchanged (paper §3.1)."""
 
@@ -482,6 +517,7 @@ Event = Annotated[
     | MemoryWrite
     | MemoryRetrieval
     | MemoryInjection
+    | MemoryPrior
     | MemoryFallback
     | SwiftProposal
     | Escalation

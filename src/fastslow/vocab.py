@@ -107,9 +107,11 @@ Refuser = Literal["gate", "policy", "focus_gate", "focus_done"]
 Swift's safety policy (an ambiguity answer completing a forbidden focus), the authors' focus gate (a
 Swift focus before Sage has focused) and its focus limit (the task's focus count reached)."""
 
-Mechanism = Literal["gate-drop", "critic", "t1-injection", "sage-round"]
+Mechanism = Literal["gate-drop", "critic", "t1-injection", "sage-round", "memory-prior", "t4-injection"]
 """A mechanism ``fastslow attribute`` switches off at one step (``config.Intervention``): SRM's Gate-1
-drops, the Critic's inserted actions, AMM's T1 retrieval into Swift, a Sage round."""
+drops, the Critic's inserted actions, AMM's T1 retrieval into Swift, a Sage round, AMM's action prior
+on Swift's proposal (a ``memory_prior`` event: the prior changed Swift's top), AMM's T4 memories in
+Sage's planning prompt (paper §3.1)."""
 MECHANISMS: tuple[Mechanism, ...] = get_args(Mechanism)
 
 ProcedureRule = Literal[

@@ -193,7 +193,7 @@ class LoopHook:
         return None
 
 
-SwitchPoint = Literal["before_action", "buffer_actions", "on_proposal"]
+SwitchPoint = Literal["before_action", "buffer_actions", "on_proposal", "plan_memories"]
 
 
 class SwitchedOff(LoopHook):
@@ -205,6 +205,8 @@ class SwitchedOff(LoopHook):
     - ``buffer_actions`` (``critic``): what ``after_step`` / ``on_buffer_empty`` hand over at ``at`` steps
       taken is discarded (the hook still runs, so its own state and budgets advance as they did).
     - ``on_proposal`` (``t1``): not consulted on Swift's proposal for step ``at + 1``.
+    - ``plan_memories`` (``t4``): a Sage round planning at ``at`` steps taken gets no memory block (the
+      baseline prompt; AMM's T4 retrieval is not run).
     """
 
     def __init__(self, inner: LoopHook, what: SwitchPoint, at: int) -> None:
@@ -224,6 +226,8 @@ class SwitchedOff(LoopHook):
         self.inner.on_refused(candidate, view)
 
     def plan_memories(self, traj: Trajectory) -> str:
+        if self.what == "plan_memories" and traj.current.steps == self.at:
+            return ""
         return self.inner.plan_memories(traj)
 
     def after_step(self, step: StepDone) -> BufferActions:

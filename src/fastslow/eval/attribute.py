@@ -61,6 +61,7 @@ from fastslow.events import (
     GateDecision,
     GateOutcome,
     MemoryInjection,
+    MemoryPrior,
     SageCall,
     read_events,
 )
@@ -97,6 +98,10 @@ def _acted(event: Event, mechanism: Mechanism) -> bool:
         return isinstance(event, CriticCall) and bool(event.actions) and event.injected
     if mechanism == "sage-round":
         return isinstance(event, SageCall)
+    if mechanism == "memory-prior":
+        return isinstance(event, MemoryPrior)
+    if mechanism == "t4-injection":
+        return isinstance(event, MemoryInjection) and event.trigger == "T4"
     return isinstance(event, MemoryInjection) and event.trigger == "T1"
 
 

@@ -10,7 +10,10 @@ configuration (the control: under ScienceWorld's determinism it repeats the pare
 
 AMM: the fork plays on a copy of the parent's SQLite store as it was at step K: records created after
 the parent's step K-1 are removed, and so are the parent's records of this episode (the fork's agent
-writes its own while it replays the prefix, through its configuration's write path). The parent's
+writes its own while it replays the prefix, through its configuration's write path). An episode of a
+``--stream`` run (its header's ``stream_position`` k) read its round's copy of the store instead, which
+held no record of the run's episodes at positions k and later: the fork's copy is rebuilt the same way
+(``eval.stream.Stream.copy_as_seen``), whatever the clock says. The parent's
 response cache is copied too, so a replayed prefix asks an LLM only what the parent did not.
 
 DIR is a run directory like any other (run.json, config.yaml, events/, metrics.json); the episode's
@@ -194,6 +197,16 @@ def check_fork(parent: Parent, at: int, config: RunConfig) -> None:
         raise UsageError(f"the parent's store is {store.kind}: forks copy SQLite stores only")
     if amm.enabled and store is not None and not Path(store.location).is_file():
         raise UsageError(f"the parent's memory store is gone: {store.location}")
+    position = parent.start.stream_position
+    if amm.enabled and store is not None and position is not None:
+        known = parent.record.episodes
+        if not parent.record.stream or parent.start.episode_id not in known:
+            # e.g. a --stream warm-up's episode: its run.json does not say whose records it read
+            raise UsageError(
+                f"episode {parent.start.episode_id} played at stream position {position}, and "
+                f"{parent.run_dir}'s run.json does not record the stream it played in: the store it "
+                "read cannot be rebuilt"
+            )
 
 
 def copy_store(parent: Parent, at: int, target: Path) -> dict[str, int]:
@@ -211,15 +224,45 @@ def copy_store(parent: Parent, at: int, target: Path) -> dict[str, int]:
     finally:
         dest.close()
         source.close()
-    cutoff = parent.steps[at - 2].t if at >= 2 else parent.start.t
     copy = SqliteStore(str(target))
     try:
         copied = copy.count()
-        later = copy.delete_created_after(cutoff)
         own = copy.delete_episode(parent.memory_key)
+        if parent.start.stream_position is not None:
+            # A stream episode read the store its round's copy held (``eval.stream``): the records of
+            # the episodes at its position and later are gone, whenever they were written (one of its
+            # own round may have written before its step K-1), and nothing else.
+            copy.close()
+            later = _stream_store(parent, target)
+            copy = SqliteStore(str(target))
+        else:
+            cutoff = parent.steps[at - 2].t if at >= 2 else parent.start.t
+            later = copy.delete_created_after(cutoff)
     finally:
         copy.close()
     return {"copied": copied, "removed_later": later, "removed_own": own}
+
+
+def _stream_store(parent: Parent, target: Path) -> int:
+    """Rewrite ``target`` (a copy of the parent run's store) as the parent's stream episode started on
+    it: ``Stream.copy_as_seen`` at the episode's stream position, the same code that made the round's
+    copy. Returns the records removed."""
+    from fastslow.eval.stream import Stream
+    from fastslow.memory.stores.sqlite import SqliteStore
+
+    position = parent.start.stream_position
+    assert position is not None
+    config = parent.config
+    config = config.model_copy(update={"amm": config.amm.model_copy(update={"path": str(target)})})
+    stream = Stream(config, target.parent, parent.record.run_id, parent.record.episodes)
+    staged = target.with_name(f"{target.name}.stream")
+    store = SqliteStore(str(target), readonly=True)
+    try:
+        removed = stream.copy_as_seen(store, position, staged)
+    finally:
+        store.close()
+    staged.replace(target)
+    return removed
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from fastslow.eval.viewer import (
     store_records,
     viewer_assets,
     viewer_boot,
+    writer_names,
 )
 from fastslow.manifest import LOCK_FILE, Manifest
 from fastslow.redact import redact_text
@@ -540,6 +541,10 @@ def static_viewer_data(runs: list[Run], max_steps: int = VIEWER_STEPS) -> dict[s
                 continue
             episode = read_episode(run.path / "events" / entry["file"])
             episode["records"] = store_records(record, run.path, retrieved_ids(episode))
+            # the writers of those records that are episodes of this run: the page links them
+            here = (w for w in writer_names(episode) if "/" not in w)
+            episode["writers"] = sorted(w for w in here if (run.path / "events" / f"{w}.jsonl").is_file())
+            episode["run"] = i
             details[f"{i}/{entry['id']}"] = episode
             budget -= entry["steps"]
     return {"runs": summaries, "episodes": lists, "details": details}

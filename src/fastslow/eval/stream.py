@@ -163,7 +163,6 @@ class Stream:
         rounds before left it, without any record of this run's episodes at position ``k`` or later."""
         if self.store_path is None or not episodes:
             return
-        later = [self.key(i) for i, p in self.positions.items() if p >= k]
         self.folder.mkdir(parents=True, exist_ok=True)
         store = self._open(self.store_path)  # creates an empty store before the first round if need be
         try:
@@ -171,14 +170,22 @@ class Stream:
                 self._remove_copy(episode.episode_id)  # a copy an interrupted start left: made again
                 target = self.copy_path(episode.episode_id)
                 record_writing(*(target.with_name(f"{target.name}{s}") for s in _SQLITE_SUFFIXES))
-                store.copy_to(target)
-                copy = self._open(target)
-                try:
-                    copy.delete_episodes(later)
-                finally:
-                    copy.close()
+                self.copy_as_seen(store, k, target)
         finally:
             store.close()
+
+    def copy_as_seen(self, store: SqliteStore, k: int, target: Path) -> int:
+        """Copy ``store`` (the run's) to ``target`` without the records of this run's episodes at
+        position ``k`` or later: the store an episode at position ``k`` starts on. ``before`` makes
+        each round's copies with it, and ``fastslow fork`` (``eval.fork.copy_store``) rebuilds a
+        finished stream episode's store with it from the run's final one. Returns the records removed."""
+        later = [self.key(i) for i, p in self.positions.items() if p >= k]
+        store.copy_to(target)
+        copy = self._open(target)
+        try:
+            return copy.delete_episodes(later)
+        finally:
+            copy.close()
 
     def after(self, k: int) -> int:
         """Merge into the run's store the records of every episode at position ``k`` that has a copy

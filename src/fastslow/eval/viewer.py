@@ -46,6 +46,7 @@ MECHANISMS: dict[str, str] = {
     "memory_injection": "memory injected",
     "memory_write": "memory written",
     "memory_fallback": "memory fell back",
+    "memory_prior": "memory's action prior changed Swift's top",
     "model_error": "a model call failed",
 }
 """Mechanism filters of the episode list: key -> what the episode had at least once."""
@@ -262,7 +263,7 @@ def _mechanisms(e: dict[str, Any], commitment_verb: str | None) -> Iterator[str]
             yield "gate_repair"
     elif kind == "stagnation_report":
         yield "stagnation"
-    elif kind in ("memory_retrieval", "memory_injection", "memory_write", "memory_fallback"):
+    elif kind in ("memory_retrieval", "memory_injection", "memory_write", "memory_fallback", "memory_prior"):
         yield kind
     elif kind == "model_call" and e.get("error"):
         yield "model_error"
@@ -348,12 +349,28 @@ _RECORD_KEYS = (
 )
 
 
-def retrieved_ids(episode: dict[str, Any]) -> set[str]:
-    """The record ids every memory retrieval of a ``read_episode`` result returned."""
+def _memory_events(episode: dict[str, Any]) -> Iterator[dict[str, Any]]:
     groups = [s["events"] for s in episode["steps"]] + [episode["after"]]
-    return {
-        rid for group in groups for e in group if e.get("event") == "memory_retrieval" for rid in e["ids"]
-    }
+    return (e for group in groups for e in group if e.get("event") in ("memory_retrieval", "memory_prior"))
+
+
+def retrieved_ids(episode: dict[str, Any]) -> set[str]:
+    """The record ids every memory retrieval of a ``read_episode`` result returned, and those behind
+    every change the action prior made (``memory_prior``'s ``records``)."""
+    return {rid for e in _memory_events(episode) for rid in e.get("ids", e.get("records", []))}
+
+
+def writer_names(episode: dict[str, Any]) -> set[str]:
+    """The episodes a ``read_episode`` result's memory use names as the writers of what it read: a
+    retrieval's ``writers`` (stream runs, ``amm.provenance``) and a prior change's ``endorsed_by`` and
+    ``disputed_by``, as ``memory.retrieval.writer_name`` names them (``13-0027`` for an episode of the
+    same run, ``warmup/13-0001`` for its warm-up, another run's full key)."""
+    names: set[str] = set()
+    for e in _memory_events(episode):
+        names.update(e.get("writers") or [])
+        names.update(e.get("endorsed_by") or [])
+        names.update(e.get("disputed_by") or [])
+    return names
 
 
 def viewer_assets() -> dict[str, str]:

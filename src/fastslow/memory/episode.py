@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING
 from fastslow.core.proposal import MemoryHint, Proposal
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryTrigger
+from fastslow.events import EventSink, MemoryFallback, MemoryInjection, MemoryPrior, MemoryTrigger
 from fastslow.memory.config import AmmConfig, SalienceConfig, T3Rule
 from fastslow.memory.injection import Audience, InjectionResult, format_memory_block
 from fastslow.memory.prior import ActionPrior, PriorWeights, fitted
 from fastslow.memory.records import MemoryRecord, Tag
-from fastslow.memory.retrieval import MemoryRetriever, dedup_key
+from fastslow.memory.retrieval import MemoryRetriever, dedup_key, writer_name
 from fastslow.memory.salience import (
     STORE_ERROR,
     MemoryWriter,
@@ -383,11 +383,16 @@ class EpisodeMemory:
             self.t2_count(traj)
         return outcome
 
-    def prior(self, traj: Trajectory, proposal: Proposal) -> tuple[Proposal, str]:
+    def prior(self, traj: Trajectory, proposal: Proposal, off: bool = False) -> tuple[Proposal, str]:
         """``amm.retrieval.prior``: ``proposal`` re-ranked by the action prior (``memory.prior``) and a
-        note for the step's reason when its top changed (``, prior <action> (+<vote>)``). The prior is
-        read from the store once per episode, at its first proposal; a store error leaves the proposal
-        as it is (``MemoryFallback(T1, swift, store_error: ...)``) and the episode without a prior."""
+        note for the step's reason when its top changed (``, prior <action> (+<vote>)``), with a
+        ``MemoryPrior`` event naming the episodes and records behind the change. The prior is read from
+        the store once per episode, at its first proposal; a store error leaves the proposal as it is
+        (``MemoryFallback(T1, swift, store_error: ...)``) and the episode without a prior.
+
+        ``off`` (``fastslow attribute``'s ``memory-prior`` fork, ``config.Intervention``): the prior is
+        read as usual (so a later step finds it as it would have) but ``proposal`` comes back as it is,
+        with no note and no event."""
         rcfg = self.cfg.retrieval
         if not rcfg.prior:
             return proposal, ""
@@ -401,11 +406,38 @@ class EpisodeMemory:
             self._prior = ActionPrior.from_records(records, traj.task_name, self.episode_id, traj.semantics)
         assert self._prior_weights is not None
         steps = ((t.action, t.reward) for t in traj.turns)
-        revised = self._prior.revise(proposal, traj.current.valid_actions, steps, self._prior_weights)
+        if off:
+            return proposal, ""
+        prior = self._prior
+        revised = prior.revise(proposal, traj.current.valid_actions, steps, self._prior_weights)
         top = revised.top
         if top is None or top == proposal.top:
             return revised, ""
-        return revised, f", prior {top} ({self._prior.vote(top):+d})"
+        # The episodes are named as a retrieval's ``writers`` are, relative to this episode's run.
+        proposed = proposal.top or ""
+        rivals = prior.rivals(proposed) if proposed and prior.vote(proposed) == 0 else []
+        self.sink.emit(
+            MemoryPrior(
+                step=traj.current.steps,
+                proposed=proposed,
+                action=top,
+                vote=prior.vote(top),
+                proposed_vote=prior.vote(proposed) if proposed else 0,
+                endorsed_by=[writer_name(e, self.episode_id) for e in prior.endorsers(top)],
+                disputed_by=[writer_name(e, self.episode_id) for e in prior.disputers(proposed)],
+                rivals=rivals,
+                records=list(
+                    dict.fromkeys(  # the rival may be ``action`` itself: each record once
+                        [
+                            *prior.records(top),
+                            *(prior.records(proposed) if proposed else []),
+                            *(r for rival in rivals for r in prior.records(rival)),
+                        ]
+                    )
+                ),
+            )
+        )
+        return revised, f", prior {top} ({prior.vote(top):+d})"
 
     def t1_ladder(
         self,

@@ -16,8 +16,12 @@ from fastslow.memory.episode import EpisodeMemory
 class AmmHook(LoopHook):
     """AMM for one episode (``memory.episode.EpisodeMemory`` holds its triggers and write path)."""
 
-    def __init__(self, memory: EpisodeMemory) -> None:
+    def __init__(self, memory: EpisodeMemory, prior_off: int | None = None) -> None:
         self.memory = memory
+        self.prior_off = prior_off
+        """Env steps taken at which the action prior leaves Swift's proposal alone (``fastslow
+        attribute``'s ``memory-prior`` fork, ``config.Intervention``); T1 and the rest still run there,
+        which ``core.hooks.SwitchedOff`` (the whole hook off) could not give. None: every step."""
 
     def on_proposal(self, proposal: Proposal, turn: ProposalTurn) -> Revision:
         outcome = self.memory.swift_proposed(
@@ -41,7 +45,7 @@ class AmmHook(LoopHook):
         # A later iteration of the same step walks the hooks over the proposal they already revised.
         if turn.again:
             return proposal, ""
-        return self.memory.prior(turn.traj, proposal)
+        return self.memory.prior(turn.traj, proposal, off=turn.result.steps == self.prior_off)
 
     def _retry(self, turn: ProposalTurn, memories: Sequence[MemoryHint]) -> Proposal:
         # The retried Swift reads the trajectory as AMM's profile shows it (scores hidden: authors').

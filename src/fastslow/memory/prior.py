@@ -85,6 +85,9 @@ class ActionPrior:
     """Action (comparison form) -> the episodes rewarded for it."""
     disputed: dict[str, set[str]] = field(default_factory=dict)
     """Action (comparison form) -> the episodes that lost score with it."""
+    evidence: dict[str, list[str]] = field(default_factory=dict)
+    """Action (comparison form) -> the ids of the records that voted on it (the ``memory_prior``
+    event's provenance), in the store's order."""
     _rivals: dict[tuple[str, str], set[str]] | None = None
 
     @classmethod
@@ -102,7 +105,9 @@ class ActionPrior:
                 votes = prior.disputed
             else:
                 continue
-            votes.setdefault(semantics.normalize(r.action), set()).add(r.episode_id)
+            norm = semantics.normalize(r.action)
+            votes.setdefault(norm, set()).add(r.episode_id)
+            prior.evidence.setdefault(norm, []).append(r.id)
         return prior
 
     def __bool__(self) -> bool:
@@ -122,9 +127,13 @@ class ActionPrior:
     def rival(self, action: str) -> bool:
         """An endorsed action has the same verb and first object as ``action`` but differs in the rest
         ("put cup in sink" when "put cup in trash can" was rewarded)."""
+        return bool(self.rivals(action))
+
+    def rivals(self, action: str) -> list[str]:
+        """The endorsed actions (comparison form, sorted) that make ``action`` a rival (``rival``)."""
         key = self._key(action)
         if key is None:
-            return False
+            return []
         if self._rivals is None:
             self._rivals = {}
             for norm, eps in self.endorsed.items():
@@ -132,7 +141,19 @@ class ActionPrior:
                 if k is not None and len(eps) > len(self.disputed.get(norm, ())):
                     self._rivals.setdefault(k, set()).add(norm)
         others = self._rivals.get(key, set())
-        return bool(others) and self.semantics.normalize(action) not in others
+        return [] if self.semantics.normalize(action) in others else sorted(others)
+
+    def endorsers(self, action: str) -> list[str]:
+        """The episodes rewarded for ``action``, sorted."""
+        return sorted(self.endorsed.get(self.semantics.normalize(action), set()))
+
+    def disputers(self, action: str) -> list[str]:
+        """The episodes that lost score with ``action``, sorted."""
+        return sorted(self.disputed.get(self.semantics.normalize(action), set()))
+
+    def records(self, action: str) -> list[str]:
+        """The ids of the records that voted on ``action``."""
+        return list(self.evidence.get(self.semantics.normalize(action), ()))
 
     def sources(self, action: str) -> list[str]:
         """The episodes whose records voted on ``action`` (endorsing first), sorted."""

@@ -19,7 +19,14 @@ from fastslow.eval.attribute import RESULT_FILE
 from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.report import Run, load_run, run_summary
 from fastslow.eval.rundir import RunRecord, read_run_record
-from fastslow.eval.viewer import episode_entry, log_problem, read_episode, retrieved_ids, store_records
+from fastslow.eval.viewer import (
+    episode_entry,
+    log_problem,
+    read_episode,
+    retrieved_ids,
+    store_records,
+    writer_names,
+)
 
 
 @dataclass
@@ -74,7 +81,8 @@ class RunView:
         return path if "/" not in episode_id and path.is_file() else None
 
     def episode(self, episode_id: str) -> dict[str, Any] | None:
-        """One episode with its steps, and the store records its retrievals returned (``records``);
+        """One episode with its steps, the store records its memory use read (``records``: retrievals,
+        the action prior's changes) and the writers of them that are episodes of this run (``writers``);
         ``problem`` says why a log cut off or without an end shows only the steps it holds. None for
         an unknown id; ``CorruptLogError`` for a log with a line that is not an event."""
         path = self.episode_path(episode_id)
@@ -84,6 +92,9 @@ class RunView:
         found = log_problem(path)
         data["problem"] = found[1] if found else None
         data["records"] = store_records(self.record, self.run.path, retrieved_ids(data))
+        # A writer named by its bare episode id is an episode of this run: linked when its log is here
+        # (a warm-up's or another run's records name episodes this run does not serve).
+        data["writers"] = sorted(w for w in writer_names(data) if self.episode_path(w) is not None)
         data["run"] = self.index
         return data
 

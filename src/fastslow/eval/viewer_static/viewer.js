@@ -287,8 +287,8 @@
         el("button", { id: jid, disabled: step === null, onclick: () => focusStep(step) }, label + (step === null ? " (none)" : " (step " + step + ")")))));
       app.appendChild(chart(ep.steps));
       app.appendChild(legend());
-      const rows = ep.steps.map((s) => stepRow(s, ep.records));
-      if (ep.after.length) rows.push(el("tr", { class: "after" }, td("end"), td(""), td(""), td(""), td(""), td(events(ep.after, ep.records), "events")));
+      const rows = ep.steps.map((s) => stepRow(s, ep));
+      if (ep.after.length) rows.push(el("tr", { class: "after" }, td("end"), td(""), td(""), td(""), td(""), td(events(ep.after, ep), "events")));
       app.appendChild(table(["step", "source", "action", "score", "observation", "mechanism events"], rows, { id: "timeline" }));
       if (q.step) focusStep(+q.step);
       if (last === null) app.appendChild(el("p", { class: "muted" }, "No steps."));
@@ -304,7 +304,7 @@
     const row = document.getElementById("step-" + step);
     if (row) { row.classList.add("target"); row.scrollIntoView({ block: "center" }); }
   }
-  function stepRow(s, records) {
+  function stepRow(s, ep) {
     const delta = s.reward > 0 ? " (+" + s.reward + ")" : s.reward < 0 ? " (" + s.reward + ")" : "";
     return el("tr", { class: "step s-" + s.source, id: "step-" + s.step, "data-step": s.step },
       td(String(s.step), "num"),
@@ -312,7 +312,7 @@
       td(el("span", { class: "act" }, s.action)),
       td(String(s.score) + delta, "num " + (s.reward > 0 ? "pos" : s.reward < 0 || s.score < 0 ? "neg" : "")),
       td(s.observation, "obs"),
-      td([s.reason ? el("div", { class: "ev muted" }, "why " + s.source + ": " + s.reason) : null, events(s.events, records)], "events"));
+      td([s.reason ? el("div", { class: "ev muted" }, "why " + s.source + ": " + s.reason) : null, events(s.events, ep)], "events"));
   }
   function chart(steps) {
     const NS = "http://www.w3.org/2000/svg";
@@ -349,14 +349,32 @@
   }
 
   // ---- mechanism events, by type ----------------------------------------------------------------
-  function events(list, records) {
-    return list.map((e) => eventView(e, records || {}));
+  // ``ep``: the episode the events belong to: its ``records`` (the store records its memory use read),
+  // ``writers`` (the episodes of its run that wrote them, whose logs are served) and ``run``.
+  function events(list, ep) {
+    return list.map((e) => eventView(e, (ep && ep.records) || {}, ep || {}));
+  }
+  // An episode that wrote a record its memory use read: a link to it when it is an episode of the same
+  // run (ep.writers), else its name as the log gives it (a warm-up's, another run's).
+  function writerView(name, ep) {
+    const here = (ep.writers || []).indexOf(name) >= 0 && ep.run !== undefined && ep.run !== null;
+    return here ? link(epHref(ep.run, name), name, "writer-link") : el("span", { class: "writer" }, name);
+  }
+  function writerList(names, ep) {
+    return names.length ? names.map((n, k) => [k ? ", " : "", writerView(n, ep)]) : "none";
+  }
+  function recordView(id, r, writer, ep) {
+    const by = writer ? [" — written by ", writerView(writer, ep)] : null;
+    if (!r) return el("div", { class: "record muted", "data-record": id }, id + " (record not in this run's SQLite store)", by);
+    return el("div", { class: "record", "data-record": id }, el("span", { class: "badge" }, r.tag + "/" + r.subtag),
+      r.task_name + " step " + r.step + " in " + r.room + ": " + q_(r.action) + " → " + r.observation +
+      " (score " + r.score_before + "→" + r.score_after + ")", by);
   }
   function box(e, extra, ...children) {
     return el("div", { class: "ev ev-" + e.event + (extra ? " " + extra : ""), "data-event": e.event }, children);
   }
   const q_ = (s) => "“" + s + "”";
-  function eventView(e, records) {
+  function eventView(e, records, ep) {
     switch (e.event) {
       case "gate_decision": {
         const head = el("span", { class: "kind" }, "Gate-1");
@@ -380,13 +398,16 @@
         return el("details", { class: "ev ev-memory_retrieval", "data-event": "memory_retrieval" },
           el("summary", {}, el("span", { class: "kind" }, "memory " + e.trigger), (e.rung ? e.rung + ": " : "") + e.n + " records retrieved" +
             (e.latency_ms ? " in " + fmt(e.latency_ms, 1) + " ms" : "")),
-          e.ids.map((id, k) => {
-            const r = found[k];
-            if (!r) return el("div", { class: "muted" }, id + " (record not in this run's SQLite store)");
-            return el("div", { class: "record" }, el("span", { class: "badge" }, r.tag + "/" + r.subtag),
-              r.task_name + " step " + r.step + " in " + r.room + ": " + q_(r.action) + " → " + r.observation +
-              " (score " + r.score_before + "→" + r.score_after + ")");
-          }));
+          e.ids.map((id, k) => recordView(id, found[k], e.writers ? e.writers[k] : null, ep)));
+      }
+      case "memory_prior": {
+        const vote = (v) => (v > 0 ? "+" : "") + v;
+        return el("details", { class: "ev ev-memory_prior", "data-event": "memory_prior" },
+          el("summary", {}, el("span", { class: "kind" }, "memory prior"), "Swift's " + q_(e.proposed) + " → " + q_(e.action) + " first (vote " + vote(e.vote) + ")"),
+          el("div", { class: "endorsed" }, "rewarded for " + q_(e.action) + " in: ", writerList(e.endorsed_by, ep)),
+          e.disputed_by.length ? el("div", { class: "disputed" }, "lost score with " + q_(e.proposed) + " (vote " + vote(e.proposed_vote) + ") in: ", writerList(e.disputed_by, ep)) : null,
+          (e.rivals || []).length ? el("div", { class: "rivals" }, q_(e.proposed) + " rivals the rewarded " + e.rivals.map(q_).join(", ")) : null,
+          e.records.map((id) => recordView(id, records[id], null, ep)));
       }
       case "memory_injection":
         return el("details", { class: "ev ev-memory_injection", "data-event": "memory_injection" },
@@ -499,7 +520,7 @@
               const s = ep.steps[diverge];
               if (!s) return el("p", {}, all[i].name + ": the episode had ended");
               return el("div", {}, el("strong", {}, all[i].name + ": "), el("span", { class: "src src-" + s.source }, s.source), " chose ",
-                el("span", { class: "act" }, s.action), s.reason ? " — " + s.reason : "", el("div", {}, events(s.events, ep.records)));
+                el("span", { class: "act" }, s.action), s.reason ? " — " + s.reason : "", el("div", {}, events(s.events, ep)));
             }),
             el("button", { id: "jump-divergence", onclick: () => { const r = document.getElementById("cmp-step-" + step); if (r) r.scrollIntoView({ block: "center" }); } }, "go to step " + step));
           app.appendChild(why);
