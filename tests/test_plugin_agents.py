@@ -175,6 +175,7 @@ def reflexion_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_reflexion_reflects_between_trials_of_one_episode(reflexion_run: Path) -> None:
     events: list[Event] = list(read_events(reflexion_run / "events" / f"{BOIL.episode_id}.jsonl"))
     trials = [e for e in events if isinstance(e, TrialEnd)]
@@ -195,6 +196,7 @@ def test_reflexion_reflects_between_trials_of_one_episode(reflexion_run: Path) -
         assert "This is trial 2 of this task" in call.messages[-1]["content"]
 
 
+@pytest.mark.slow
 def test_reflexion_metrics_and_report_count_every_trial(reflexion_run: Path) -> None:
     metrics = json.loads((reflexion_run / "metrics.json").read_text())
     usage = metrics["usage"]
