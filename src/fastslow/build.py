@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fastslow.agents import Agent, OracleAgent
-from fastslow.config import Intervention, RunConfig
+from fastslow.config import BUILTIN_AGENTS, Intervention, RunConfig
 from fastslow.controller.controller import SwiftSageAgent
 from fastslow.controller.sage import Planner, Sage, SageOff
 from fastslow.core.focus import FocusJudge
@@ -32,6 +32,7 @@ from fastslow.models.breaker import guard
 from fastslow.models.cache import ResponseCache, cache_responses
 from fastslow.models.config import ModelConfig
 from fastslow.models.embeddings import minilm_encoder
+from fastslow.plugins import load_plugin
 from fastslow.procedures.hook import ProcedureHook
 from fastslow.reflection.config import CriticConfig, SrmConfig
 from fastslow.reflection.hook import SrmHook
@@ -110,7 +111,10 @@ class Modules:
 
 
 def required_models(config: RunConfig) -> dict[str, ModelConfig]:
-    """The language models a swiftsage config will call, by role (sage, critic)."""
+    """The language models a swiftsage config will call, by role (sage, critic); a plug-in agent's
+    (``fastslow.plugins``) as its module says."""
+    if config.agent.kind not in BUILTIN_AGENTS:
+        return load_plugin(config.agent.kind).models(config)
     if config.agent.kind != "swiftsage":
         return {}
     models = {"sage": config.sage.model} if config.controller.sage_enabled else {}
@@ -132,7 +136,10 @@ def sampled_models(config: RunConfig) -> dict[str, ModelConfig]:
 
 def constrained_models(config: RunConfig) -> dict[str, ModelConfig]:
     """The models of ``required_models`` whose calls pass constraints, by the key that says so
-    (``controller.sage.constrain``, ``critic.constrain``)."""
+    (``controller.sage.constrain``, ``critic.constrain``); {} for a plug-in agent (its ``check`` probes
+    the constraints it passes)."""
+    if config.agent.kind not in BUILTIN_AGENTS:
+        return {}
     needed = required_models(config)
     modes = {"sage": config.controller.sage.constrain, "critic": config.critic.constrain}
     keys = {"sage": "controller.sage.constrain", "critic": "critic.constrain"}
@@ -180,6 +187,9 @@ def check_models(config: RunConfig) -> None:
         from fastslow.swift import check_swift
 
         check_swift(config.swift)
+    if config.agent.kind not in BUILTIN_AGENTS:
+        load_plugin(config.agent.kind).check(config)  # its settings, models and constraints
+        return
     constrained = constrained_models(config)
     for key, model_cfg in constrained.items():
         if model_cfg.kind == "openai" and model_cfg.constraint_format == "openai":
@@ -282,11 +292,12 @@ def build_swiftsage(
 
 
 def make_agent(config: RunConfig, response_cache: ResponseCache | None = None) -> Agent:
-    """Build the agent named by ``config.agent.kind``; its model calls use ``response_cache`` (the run's,
-    ``models.cache``) where the config allows it."""
+    """Build the agent named by ``config.agent.kind`` (a plug-in kind: its module's ``build``,
+    ``fastslow.plugins``); its model calls use ``response_cache`` (the run's, ``models.cache``) where the
+    config allows it."""
     kind = config.agent.kind
     if kind == "oracle":
         return OracleAgent()
     if kind == "swiftsage":
         return build_swiftsage(config, response_cache=response_cache)
-    raise ValueError(f"unknown agent kind {kind!r}")
+    return load_plugin(kind).build(config, response_cache)  # config.agent_kinds: it exists

@@ -18,7 +18,9 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationError,
+    field_validator,
     model_serializer,
+    model_validator,
 )
 
 from fastslow.controller.config import ControllerConfig
@@ -34,14 +36,49 @@ from fastslow.strict import StrictModel
 from fastslow.swift.config import SwiftConfig
 from fastslow.vocab import Mechanism
 
+BUILTIN_AGENTS = ("oracle", "swiftsage")
+"""Agent kinds ``fastslow.build`` makes itself; every other kind is a plug-in (``agent_kinds``)."""
+PLUGIN_PACKAGE = "fastslow.plugins"
+"""Where plug-in agents live: kind ``K`` is the module ``fastslow.plugins.K`` (``fastslow.plugins``)."""
+
+
+def agent_kinds() -> tuple[str, ...]:
+    """Every ``agent.kind``: the built-in ones, then the plug-in modules of ``PLUGIN_PACKAGE`` (each
+    ``<kind>.py`` not starting with ``_``), listed from the package's files without importing them."""
+    root = resources.files(PLUGIN_PACKAGE)
+    plugins = sorted(
+        p.name[: -len(".py")] for p in root.iterdir() if p.name.endswith(".py") and not p.name.startswith("_")
+    )
+    return (*BUILTIN_AGENTS, *plugins)
+
 
 class AgentConfig(StrictModel):
     """Which agent plays the episode."""
 
-    kind: Literal["oracle", "swiftsage"] = "oracle"
+    kind: str = "oracle"
     """oracle = replay ScienceWorld's gold action sequence (an upper bound and a harness check);
     swiftsage = SwiftSage's fast/slow controller (the paper's baseline; ``controller:`` section), which
-    also plays Swift alone (``controller.sage_enabled: false``, e.g. swift-only)."""
+    also plays Swift alone (``controller.sage_enabled: false``, e.g. swift-only); any other kind is a
+    plug-in agent, the module ``fastslow.plugins.<kind>`` (react = ReAct, Yao et al. 2023; reflexion =
+    Reflexion, Shinn et al. 2023; docs/agents.md). An unknown kind is refused with the known ones."""
+    settings: dict[str, Any] = {}
+    """A plug-in agent's own settings, checked by its module's ``Settings`` model when the agent is
+    built and before a run writes anything (unknown keys are errors there); empty for oracle and
+    swiftsage, whose settings are their own sections (``controller:`` ...)."""
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        known = agent_kinds()
+        if kind not in known:
+            raise ValueError(f"unknown agent kind {kind!r} (known: {', '.join(known)})")
+        return kind
+
+    @model_validator(mode="after")
+    def _settings_of_plugins(self) -> AgentConfig:
+        if self.settings and self.kind in BUILTIN_AGENTS:
+            raise ValueError(f"agent.settings is for plug-in agents; {self.kind} takes none")
+        return self
 
 
 class SageConfig(StrictModel):

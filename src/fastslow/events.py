@@ -224,6 +224,28 @@ class EpisodeEnd(_Event):
     error: str | None = None
 
 
+class TrialEnd(_Event):
+    """A trial of an agent that plays several trials of one episode ended (Reflexion, Shinn et al. 2023:
+    ``agents.base.Trials``, ``fastslow.plugins.reflexion``). The runner writes one after every trial of
+    such an agent, the last included; a ``next`` one starts from a fresh reset of the same task and
+    variation, its ``env_step`` events numbered on from ``step`` (one episode, one log, steps 1..n), and
+    the episode's ``episode_end`` is the last trial's outcome."""
+
+    event: Literal["trial_end"] = "trial_end"
+    step: int
+    """Env steps of the episode (every trial so far) when this trial ended."""
+    trial: int
+    """The trial that ended, from 1."""
+    end: EndState
+    """How it ended (completed, failed, step_limit, early_stop)."""
+    score: int
+    """Its score at the end."""
+    steps: int
+    """Env steps this trial took."""
+    next: bool
+    """Another trial follows (the agent asked for one: the task was not completed and trials are left)."""
+
+
 class MemoryWrite(_Event):
     """AMM stored a record: the salience gate found the transition informative (paper §3.1, App. D)."""
 
@@ -514,6 +536,7 @@ Event = Annotated[
     | EnvStep
     | ModelCall
     | EpisodeEnd
+    | TrialEnd
     | MemoryWrite
     | MemoryRetrieval
     | MemoryInjection

@@ -71,13 +71,23 @@ or the T2/T3 cache kept for the Critic (a failed retrieval)."""
 FALLBACK_TARGETS: tuple[FallbackTarget, ...] = get_args(FallbackTarget)
 
 ModelRole = Literal[
-    "sage_plan", "sage_ground", "critic", "bench", "bench_warmup", "bench_prompt", "bench_gen"
+    "sage_plan",
+    "sage_ground",
+    "critic",
+    "act",
+    "reflect",
+    "bench",
+    "bench_warmup",
+    "bench_prompt",
+    "bench_gen",
 ]
-"""Why a language model was called: Sage's two stages (paper §3), the LLM Critic (§3.2), and
+"""Why a language model was called: Sage's two stages (paper §3), the LLM Critic (§3.2), a
+single-process agent's step (``act``: ReAct's thought and action, ``fastslow.plugins.react``) and its
+verbal self-reflection between trials (``reflect``: Reflexion's, ``fastslow.plugins.reflexion``), and
 ``fastslow bench llm``'s calls."""
 MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
 
-StepSource = Literal["swift", "procedure", "fallback", "sage", "critic", "oracle", "scripted"]
+StepSource = Literal["swift", "procedure", "fallback", "sage", "critic", "llm", "oracle", "scripted"]
 """Who chose an env step's action (``EnvStep.source``):
 
 - ``swift``: the learned Swift's ranking (its first candidate the resolver and the hooks let through);
@@ -88,6 +98,8 @@ StepSource = Literal["swift", "procedure", "fallback", "sage", "critic", "oracle
   that may run (the deterministic fallback, the authors' nearest-valid search and loop-break, the
   resolver's harmless action);
 - ``sage`` / ``critic``: from the action buffer, planned by Sage or handed over by SRM's Critic;
+- ``llm``: a single-process agent's language model chose it at this step (ReAct, Reflexion:
+  ``fastslow.plugins``; the LLM acts at every step, there is no fast pathway);
 - ``oracle``: the gold path; ``scripted``: an agent replaying a fixed list of actions (tests).
 
 An ambiguity answer carries the source of the request it completes. Logs written before ``procedure``

@@ -8,13 +8,13 @@ calling Sage, Gate-1 drops) happens inside ``act``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.env.tasks import TaskInfo
 from fastslow.errors import FastslowError
-from fastslow.events import EventSink
+from fastslow.events import EndState, EventSink
 from fastslow.vocab import ProcedureRule, StepSource
 
 
@@ -63,3 +63,18 @@ class Agent(Protocol):
     def act(self, result: StepResult) -> Decision: ...
 
     def observe(self, decision: Decision, result: StepResult) -> None: ...
+
+
+@runtime_checkable
+class Trials(Protocol):
+    """An agent that may play several trials of one episode (Reflexion, Shinn et al., NeurIPS 2023:
+    after a failed trial the environment is reset to the same task and variation and the agent tries
+    again, carrying what it learned). Any ``Agent`` with this method is one (``runner.run_episode``).
+
+    When a trial ends (the env says done, or ``act`` raised ``EarlyStop``), the runner asks
+    ``next_trial(end, result)``: True resets the env to the same variation and calls ``reset`` again
+    (the agent keeps what it carries across trials), False ends the episode with this trial's outcome.
+    The runner logs a ``TrialEnd`` event after every trial; ``env_step`` events number on across trials.
+    ``EpisodeContext.sink`` is the same for every trial, so calls made here are in the episode's log."""
+
+    def next_trial(self, end: EndState, result: StepResult) -> bool: ...

@@ -64,6 +64,7 @@ SOURCE_STYLE = {
     "fallback": "red",
     "sage": "magenta",
     "critic": "yellow",
+    "llm": "blue",
 }
 """Colour of each step source (``vocab.StepSource``) in the source column."""
 SOURCE_WIDTH = max(len(s) for s in STEP_SOURCES)

@@ -45,6 +45,7 @@ from fastslow.events import (
     ModelCall,
     SageCall,
     StagnationReport,
+    TrialEnd,
     iter_events,
 )
 
@@ -54,13 +55,19 @@ CONVENTIONS: dict[str, Scoring] = {"": lambda e: e.score, "_strict": lambda e: e
 
 
 def summarize_log(path: Path) -> EpisodeResult | None:
-    """Summary of one episode log; None if the episode never finished (no episode_end)."""
+    """Summary of one episode log; None if the episode never finished (no episode_end).
+
+    An episode of several trials (Reflexion's, ``TrialEnd``) is scored by its last trial in both
+    conventions: the best score counts from the last trial's first step, and the final score is
+    ``episode_end``'s (the last trial's); its ``steps`` are those of every trial."""
     start: EpisodeStart | None = None
     end: EpisodeEnd | None = None
     best = 0
     for event in iter_events(path):
         if isinstance(event, EnvStep):
             best = max(best, event.score)
+        elif isinstance(event, TrialEnd) and event.next:
+            best = 0  # another trial follows: the episode is scored by its last one
         elif isinstance(event, EpisodeStart):
             start = event
         elif isinstance(event, EpisodeEnd):
@@ -251,6 +258,10 @@ SWIFT_BRANCH = vocab.SWIFT_BRANCH
 """EnvStep sources of the controller's Swift branch (the authors count them all as Swift's steps)."""
 
 
+SYSTEM2_CALL_ROLES = ("critic", "act", "reflect")
+"""Model-call roles that count one System-2 call each (a Sage round, two calls, counts once)."""
+
+
 def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     """Controller counters of the paper's Appendix E, from the events of finished episodes.
 
@@ -261,7 +272,8 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     - ``swift_step_share``: the learned Swift's share (``step_shares.swift``: procedure and fallback steps
       are not Swift's here; ``mechanisms.paper.swift_step_share`` counts them as Swift's, as the authors'
       loop would); ``buffer_step_share``: actions from the buffer (Sage or Critic plans);
-    - ``system2_calls_per_episode``: Sage rounds (``sage_call`` events) plus Critic model calls per episode;
+    - ``system2_calls_per_episode``: Sage rounds (``sage_call`` events) plus Critic model calls per episode
+      (a plug-in agent's ``act`` and ``reflect`` calls count one each: ReAct's LLM decides every step);
     - ``llm_tokens_per_action``: prompt + completion tokens of every model call / env steps;
     - ``llm_seconds_per_episode``: summed model-call latency per episode;
     - ``model_calls`` / ``model_call_errors`` (by role): calls made and calls that failed for good
@@ -311,12 +323,12 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
                 skipped[e.role] += 1
             elif isinstance(e, ModelCall) and e.cached:
                 hits[e.role] += 1
-                system2 += e.role == "critic"
+                system2 += e.role in SYSTEM2_CALL_ROLES
             elif isinstance(e, ModelCall):
                 calls += 1
                 tokens += e.prompt_tokens + e.completion_tokens
                 llm_s += e.latency_s
-                system2 += e.role == "critic"
+                system2 += e.role in SYSTEM2_CALL_ROLES
                 if e.error:
                     errors[e.role] += 1
     buffer_steps = sum(by_source[s] for s in BUFFER_SOURCES)

@@ -182,6 +182,9 @@ class StepShares(_Record):
     """Sage's plan, from the buffer."""
     critic: float | None
     """SRM's Critic's actions, from the buffer."""
+    llm: float | None = None
+    """A single-process agent's language model chose it (ReAct, Reflexion: ``fastslow.plugins``); absent
+    from metrics.json files written before those agents existed."""
     oracle: float | None
     """The gold path (the oracle agent)."""
     scripted: float | None

@@ -19,7 +19,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from fastslow.agents import Agent, EarlyStop, EpisodeContext
+from fastslow.agents import Agent, EarlyStop, EpisodeContext, Trials
 from fastslow.config import RunConfig
 from fastslow.core.step import StepResult
 from fastslow.env.episodes import Episode
@@ -37,6 +37,7 @@ from fastslow.events import (
     JvmHistory,
     MemoryFallback,
     ModelCall,
+    TrialEnd,
 )
 
 
@@ -144,7 +145,12 @@ def run_episode(
     ``replay``: a fork's (``eval/replay.py``): its first steps execute the parent's actions, each checked
     against the parent's log (a mismatch ends the episode with an error naming it), then a
     ``replay_end``; the agent is asked at every step all the same. ``stream_position``: the episode's
-    place in its task's stream (``eval.stream``), recorded in the header; None outside a stream."""
+    place in its task's stream (``eval.stream``), recorded in the header; None outside a stream.
+
+    An agent that plays trials (``agents.base.Trials``: Reflexion) is asked after each trial whether
+    to play another; if so the env is reset to the same variation (the step limit counts each trial's
+    steps), a ``trial_end`` event separates the trials, ``env_step`` events number on across them, and
+    ``episode_end`` carries the last trial's end and score with the env steps of all trials."""
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
@@ -152,6 +158,7 @@ def run_episode(
     env = TimeLimit(world.wrap(env, config.env), world.step_limit(episode.task_id, config.env.step_limit))
     end, error = EndState.ERROR, None
     result: StepResult | None = None
+    before = 0  # env steps of the trials before the one played (agents.base.Trials)
     try:
         try:
             result = env.reset(episode.task_id, episode.variation, gold=agent.needs_gold)
@@ -175,37 +182,61 @@ def run_episode(
         agent.reset(ctx, result)
         if replay is not None and replay.length == 0:
             sink.emit(replay.end())
-        while not result.done:
-            decision = agent.act(result)
-            if replay is not None:
-                decision = replay.decision(decision, result.steps + 1)
-            t0 = time.perf_counter()
-            result = env.step(decision.action)
-            step = EnvStep(
-                step=result.steps,
-                action=decision.action,
-                source=decision.source,
-                reason=decision.reason,
-                observation=result.observation,
-                score=result.score,
-                reward=result.reward,
-                moves=result.moves,
-                end=result.end,
-                n_valid=len(result.valid_actions),
-                duration_ms=1000 * (time.perf_counter() - t0),
+        trial = 1  # the trial played (agents.base.Trials; 1 for every other agent)
+        while True:
+            try:
+                while not result.done:
+                    decision = agent.act(result)
+                    if replay is not None:
+                        decision = replay.decision(decision, before + result.steps + 1)
+                    t0 = time.perf_counter()
+                    result = env.step(decision.action)
+                    step = EnvStep(
+                        step=before + result.steps,
+                        action=decision.action,
+                        source=decision.source,
+                        reason=decision.reason,
+                        observation=result.observation,
+                        score=result.score,
+                        reward=result.reward,
+                        moves=result.moves,
+                        end=result.end,
+                        n_valid=len(result.valid_actions),
+                        duration_ms=1000 * (time.perf_counter() - t0),
+                    )
+                    sink.emit(step)
+                    replayed = replay.check(step) if replay is not None else None
+                    if replayed is not None:
+                        sink.emit(replayed)
+                    agent.observe(decision, result)
+                end = result.end
+            except EarlyStop as exc:
+                end, error = EndState.EARLY_STOP, str(exc)
+            if not isinstance(agent, Trials):
+                break
+            # Reflexion's trials (agents.base.Trials): the same variation again, steps numbered on.
+            more = agent.next_trial(end, result)
+            sink.emit(
+                TrialEnd(
+                    step=before + result.steps,
+                    trial=trial,
+                    end=end,
+                    score=result.score,
+                    steps=result.steps,
+                    next=more,
+                )
             )
-            sink.emit(step)
-            replayed = replay.check(step) if replay is not None else None
-            if replayed is not None:
-                sink.emit(replayed)
-            agent.observe(decision, result)
-        end = result.end
+            if not more:
+                break
+            trial, before, error = trial + 1, before + result.steps, None
+            result = env.reset(episode.task_id, episode.variation, gold=agent.needs_gold)
+            agent.reset(ctx, result)
     except EarlyStop as exc:
         end, error = EndState.EARLY_STOP, str(exc)
     except (EnvError, ReplayDivergence) as exc:
         end, error = EndState.ERROR, str(exc)
     score = result.score if result is not None else 0
-    steps = result.steps if result is not None else 0
+    steps = before + result.steps if result is not None else 0
     moves = result.moves if result is not None else 0
     wall = time.perf_counter() - start
     sink.emit(EpisodeEnd(end=end, final_score=score, steps=steps, moves=moves, wall_s=wall, error=error))
