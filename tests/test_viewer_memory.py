@@ -123,6 +123,11 @@ def test_the_page_shows_the_prior_change_and_links_its_writers(run: Path, server
         writer = change["endorsed_by"][0]
         assert links[0].get_attribute("href").endswith(f"#/run/0/episode/{writer}")
         click(driver, links[0])
-        wait_until(lambda: writer in driver.find_element(By.TAG_NAME, "h1").text, what=f"episode {writer}")
+        # the page marks the route it has rendered on #app: only then is the new h1 the one to read (the
+        # old one goes stale under a probe that reads it while the view is replaced)
+        route = f"#/run/0/episode/{writer}"
+        script = "return document.getElementById('app').dataset.route"
+        wait_until(lambda: driver.execute_script(script) == route, what=f"the view {route}")
+        assert writer in driver.find_element(By.TAG_NAME, "h1").text
     finally:
         driver.quit()
