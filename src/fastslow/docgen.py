@@ -358,7 +358,7 @@ def cli_reference() -> str:
     root = typer.main.get_command(app)
     out = [
         "# Command line\n",
-        GENERATED_NOTE.format(source="the Typer app in `src/fastslow/cli.py`"),
+        GENERATED_NOTE.format(source="the Typer app in `src/fastslow/cli/`"),
         "`fastslow --help` and `fastslow COMMAND --help` print the same text. Bad input prints one line"
         " on stderr, exits 2 and writes nothing.\n",
     ]
