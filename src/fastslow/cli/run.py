@@ -148,60 +148,37 @@ def eval_(
 
     Rerunning the same command resumes; a DIR holding another config's run, or files that no fastslow
     run wrote, is refused. Every option is checked before DIR is created or anything is written."""
-    from fastslow.build import check_models, sampled_models
+    from fastslow.build import sampled_models
     from fastslow.env.episodes import Episode, parse_seeds, with_seeds
     from fastslow.env.world import get_world
-    from fastslow.eval.evaluate import (
-        check_executor,
-        check_memory_regime,
-        check_out_dir,
-        check_warmup,
-        prepare_out_dir,
-        warmup_spec,
-    )
+    from fastslow.eval.evaluate import claim
     from fastslow.eval.live import eval_with_progress, warmup_with_progress
-    from fastslow.eval.rundir import check_claim, claim_run, run_lock
-    from fastslow.eval.stream import check_stream
 
     cfg = run_config(config, override)
     selected = get_world(cfg.env.world).select(set_name, tasks, variations, limit_per_task)
     if seeds is not None:
         selected = with_seeds(selected, parse_seeds(seeds))
-    check_executor(workers, executor, ray_address)
-    if stream:
-        check_stream(cfg)
     if warmup_config is not None and not warmup:
         raise UsageError("--warmup-config chooses who plays the warm-up: add --warmup")
     if restart and extend:
         raise UsageError("--restart discards the run in DIR and --extend adds to it: choose one")
     player = run_config(warmup_config, []) if warmup_config else None
-    if warmup:
-        check_warmup(cfg, player)
-    check_memory_regime(cfg, warmup)
-    check_models(cfg)  # the evaluation's models, before hours of warm-up are spent
-    if player is not None:
-        check_models(player)
-    check_out_dir(out)
-    ids, overrides = [e.episode_id for e in selected], list(override or [])
-    spec = warmup_spec(cfg, player) if warmup else None
-    # every refusal of claim_run, before DIR is created
-    check_claim(
-        out, cfg, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend, stream=stream
-    )
-    prepare_out_dir(out)
-    with run_lock(out):
-        record = claim_run(
-            out,
-            cfg,
-            ids,
-            overrides=overrides,
-            warmup=spec,
-            workers=workers,
-            executor=executor,
-            restart=restart,
-            extend=extend,
-            stream=stream,
-        )
+    # Claimed here, not in evaluate: the store lines and the warm-up come under the claim, before the
+    # episodes; every refusal (options, models, DIR) comes before DIR is created.
+    with claim(
+        cfg,
+        selected,
+        out,
+        workers=workers,
+        executor=executor,
+        ray_address=ray_address,
+        warmup=warmup,
+        warmup_agent=player,
+        overrides=list(override or []),
+        restart=restart,
+        extend=extend,
+        stream=stream,
+    ) as record:
         store = record.store
         if store is not None:
             shared = "" if store.per_run else " (named by the config: shared on purpose)"
