@@ -1,4 +1,4 @@
-"""Reference pages of the documentation site, rendered from the code (issue 52).
+"""Reference pages of the documentation site, rendered from the code, so they cannot drift from it.
 
 Each ``*_reference`` function returns one markdown page built from what the program itself declares:
 the Typer app's commands and options, the pydantic models' fields (type, default, docstring), the
