@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fastslow.cli import main
-from fastslow.errors import RunDirError
+from fastslow.errors import RunDirError, UsageError
 from fastslow.eval.rundir import CLAIM_FILE, check_directory, claim_directory, foreign_files, write_json
 from fastslow.manifest import MANIFEST_FILE, Manifest, owned, record_writing, record_written
 
@@ -202,3 +202,26 @@ def test_data_commands_claim_their_directory(tmp_path: Path, capsys: pytest.Capt
         cli("data", "dagger", "--gold", str(gold), "--out", str(gold / "dagger"), capsys=capsys),
         "is inside the run",
     )
+
+
+def test_evaluate_inside_a_held_claim_plays_as_the_claim_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fastslow eval --warmup`` claims DIR (``evaluate.claim``), plays the warm-up, then calls
+    ``evaluate`` without a warm-up: inside the held claim the run is its run.json's, so a config
+    measured only with a warm-up (``warmup: required``) is not refused there after the warm-up."""
+    import fastslow.eval.evaluate as evaluate_module
+    from fastslow.config import load_config
+
+    monkeypatch.setattr(evaluate_module, "check_models", lambda config: None)  # no model server here
+    cfg = load_config("paper-full", [])
+    out = tmp_path / "run"
+    with evaluate_module.claim(cfg, [], out, warmup=True) as record:
+        assert record.warmup is not None
+        metrics = evaluate_module.evaluate(cfg, [], out)
+    assert metrics["episodes"] == 0
+    # outside a claim the same call is refused, before anything is written
+    fresh = tmp_path / "fresh"
+    with pytest.raises(UsageError, match="add --warmup"):
+        evaluate_module.evaluate(cfg, [], fresh)
+    assert not fresh.exists()

@@ -1,4 +1,4 @@
-"""Reference pages of the documentation site, rendered from the code (issue 52).
+"""Reference pages of the documentation site, rendered from the code, so they cannot drift from it.
 
 Each ``*_reference`` function returns one markdown page built from what the program itself declares:
 the Typer app's commands and options, the pydantic models' fields (type, default, docstring), the
@@ -358,7 +358,7 @@ def cli_reference() -> str:
     root = typer.main.get_command(app)
     out = [
         "# Command line\n",
-        GENERATED_NOTE.format(source="the Typer app in `src/fastslow/cli.py`"),
+        GENERATED_NOTE.format(source="the Typer app in `src/fastslow/cli/`"),
         "`fastslow --help` and `fastslow COMMAND --help` print the same text. Bad input prints one line"
         " on stderr, exits 2 and writes nothing.\n",
     ]

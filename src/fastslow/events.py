@@ -129,7 +129,7 @@ class EpisodeStart(_Event):
     and ``variation`` belong to. Logs written before a second world existed have no such field: they
     are ScienceWorld's, the default."""
     stream_position: int | None = None
-    """``fastslow eval --stream`` (issue 51, ``eval.stream``): the episode's place in its task's stream,
+    """``fastslow eval --stream`` (``eval.stream``): the episode's place in its task's stream,
     0 for the task's first episode of the run's recorded order (run.json ``episodes``). It played on a
     copy of the run's AMM store holding the warm-up's records and those of every episode (of any task)
     at a smaller position, and no other. None: not a stream run (every log written before streams)."""
@@ -296,7 +296,7 @@ class MemoryInjection(_Event):
 
 
 class MemoryPrior(_Event):
-    """AMM's action prior (paper §3.1, AMM on the fast pathway; ``memory.prior``, issue 51) changed the
+    """AMM's action prior (paper §3.1, AMM on the fast pathway; ``memory.prior``) changed the
     top of Swift's proposal: the action it put first, and the earlier episodes whose records voted for
     it. Logged only with ``amm.retrieval.prior`` on, and only at a step whose top it changed (a re-rank
     that leaves the top alone changes no action), so logs of every configuration without the prior are

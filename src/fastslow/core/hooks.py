@@ -132,7 +132,7 @@ class ProposalTurn:
         self._failed = failed
         self._position = 0
         self.forced = forced
-        """The forcing rule (``escalation.Rule`` value) sending this iteration to Sage before Swift's
+        """The forcing rule (``controller.arbiter.Rule`` value) sending this iteration to Sage before Swift's
         choice counts (the authors' loop); None when none holds."""
         self.again = again
         """A later loop iteration of the same env step: the hooks see the step's proposal once more,

@@ -1,4 +1,5 @@
-"""What a world's text means to the agent: the one interface every module asks (issue 50, the seam).
+"""What a world's text means to the agent: the one interface every module asks (the seam
+between the worlds and the agent).
 
 SwiftSage's arbitration and grounding (paper §3), AMM's salience gate and records (§3.1) and SRM's
 stagnation detector and Critic (§3.2) read the world's actions and observations. They read them through

@@ -1,4 +1,5 @@
-"""The worlds fastslow plays, behind one seam (paper §4 for ScienceWorld; issue 50 for the second).
+"""The worlds fastslow plays, behind one seam (paper §4 for ScienceWorld;
+docs/worlds.md for TextWorldExpress).
 
 World-neutral here: the ``Env`` Protocol and wrappers (``wrappers``), the run's env settings
 (``config``), episodes and selections (``episodes``), task records (``tasks``) and the ``World``

@@ -205,5 +205,5 @@ def require_scienceworld(env: EnvConfig, what: str) -> None:
     if env.world != "scienceworld":
         raise UsageError(
             f"{what} exists for ScienceWorld only so far, and the config plays env.world={env.world} "
-            "(issue 50: training data and demonstrations of other worlds are not built yet)"
+            "(the training data and demonstrations of other worlds are not built yet)"
         )

@@ -1,4 +1,4 @@
-"""The learning curve of stream runs (issue 51, the adaptation measurement; paper §3.1's online memory),
+"""The learning curve of stream runs (the adaptation measurement; paper §3.1's online memory),
 computed from the event logs only.
 
 A stream run (``fastslow eval --stream``, ``eval.stream``) records each episode's place in its task's

@@ -1,4 +1,4 @@
-"""On-policy training data for Swift: DAgger with ScienceWorld's gold path as the expert (issue #29).
+"""On-policy training data for Swift: DAgger with ScienceWorld's gold path as the expert (docs/swift.md 2d).
 
 An imitation Swift only ever sees gold states in training; once it strays (a detour, a loop, a wrong
 room) it is in states no row showed it, and its errors compound (Ross, Gordon & Bagnell 2011, "A

@@ -31,7 +31,8 @@ import importlib.util
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from fastslow.eval.ray_cluster import check_ray_cluster
 from fastslow.eval.records import METRICS_FILE
 from fastslow.eval.rundir import (
     WARMUP_DIR,
+    RunRecord,
     check_claim,
     claim_run,
     claimed_run,
@@ -158,6 +160,71 @@ def warmup_spec(config: RunConfig, agent: RunConfig | None) -> dict[str, Any]:
     return {"played_by": player.name, "config_hash": config_hash(player)}
 
 
+@contextmanager
+def claim(
+    config: RunConfig,
+    episodes: list[Episode],
+    out: Path,
+    *,
+    workers: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
+    warmup: bool = False,
+    warmup_agent: RunConfig | None = None,
+    overrides: list[str] | None = None,
+    restart: bool = False,
+    extend: bool = False,
+    stream: bool = False,
+) -> Iterator[RunRecord]:
+    """Claim DIR for a run of ``episodes`` and hold it: yields the run's record (``rundir.RunRecord``;
+    its ``episodes`` are the ones to play) with DIR's lock held until the block ends. The one sequence
+    by which a run takes DIR, for ``evaluate`` and for ``fastslow eval`` (which claims first, to play
+    the warm-up and print the store under the claim): every refusal (workers and executor, stream,
+    warm-up and the config's memory regime, the models, DIR, then everything ``rundir.claim_run``
+    would refuse) comes before DIR is created or anything in it is written; then DIR is created,
+    locked and claimed (config.yaml and run.json written, a ``restart``'s files discarded).
+
+    Inside a claim this process already holds on DIR (``evaluate`` called by ``fastslow eval``), the
+    run is what that claim's run.json says: its record is yielded as it is, and the options given here
+    (the nested ``evaluate`` passes no warm-up) are not judged again."""
+    held = claimed_run(out)
+    if held is not None:
+        with run_lock(out):
+            yield held
+        return
+    check_executor(workers, executor, ray_address)
+    if stream:
+        check_stream(config)
+    if warmup:
+        check_warmup(config, warmup_agent)
+    check_memory_regime(config, warmup)
+    # the models, before anything is written (and before hours of warm-up are spent): a model server
+    # that is down fails here
+    check_models(config)
+    if warmup and warmup_agent is not None:
+        check_models(warmup_agent)
+    check_out_dir(out)
+    ids = [e.episode_id for e in episodes]
+    spec = warmup_spec(config, warmup_agent) if warmup else None
+    check_claim(
+        out, config, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend, stream=stream
+    )
+    prepare_out_dir(out)
+    with run_lock(out):
+        yield claim_run(
+            out,
+            config,
+            ids,
+            overrides=overrides,
+            warmup=spec,
+            workers=workers,
+            executor=executor,
+            restart=restart,
+            extend=extend,
+            stream=stream,
+        )
+
+
 def evaluate(
     config: RunConfig,
     episodes: list[Episode],
@@ -187,37 +254,24 @@ def evaluate(
     files its run.json says it wrote); ``extend`` adds this selection to it (``rundir.claim_run``);
     ``overrides`` are recorded in run.json. ``stream``: play each task's episodes as a stream
     (``eval.stream``: the order decides what each episode's memory may read; headers record the
-    positions); a run claimed already (the CLI claims first) plays as its run.json says. Every refusal
-    (options, DIR, store) comes before DIR is created or anything in it is written.
+    positions); a run claimed already (the CLI claims first) plays as its run.json says. DIR is taken
+    by ``claim``: every refusal (options, models, DIR, store) comes before DIR is created or anything
+    in it is written.
     """
-    check_executor(workers, executor, ray_address)
-    if stream:
-        check_stream(config)
-    check_memory_regime(config, warmup)
-    if warmup:
-        check_warmup(config, warmup_agent)
-    check_models(config)  # a model server that is down fails here, before anything is written
-    check_out_dir(out)
-    ids = [e.episode_id for e in episodes]
-    spec = warmup_spec(config, warmup_agent) if warmup else None
-    if claimed_run(out) is None:
-        check_claim(
-            out, config, ids, overrides=overrides, warmup=spec, restart=restart, extend=extend, stream=stream
-        )
-    prepare_out_dir(out)
-    with run_lock(out):
-        record = claimed_run(out) or claim_run(
-            out,
-            config,
-            ids,
-            overrides=overrides,
-            warmup=spec,
-            workers=workers,
-            executor=executor,
-            restart=restart,
-            extend=extend,
-            stream=stream,
-        )
+    with claim(
+        config,
+        episodes,
+        out,
+        workers=workers,
+        executor=executor,
+        ray_address=ray_address,
+        warmup=warmup,
+        warmup_agent=warmup_agent,
+        overrides=overrides,
+        restart=restart,
+        extend=extend,
+        stream=stream,
+    ) as record:
         placed = store_config(config, out)
         if warmup:
             run_warmup(

@@ -288,8 +288,8 @@ def controller_usage(episodes: Iterable[Iterable[Event]]) -> dict[str, Any]:
     - ``sage_rounds`` / ``sage_rounds_with_actions``: Sage rounds that got a reply, and those that grounded
       at least one action onto the valid list; ``critic_answers`` / ``critic_answers_with_actions``: the
       same for the LLM Critic (a call whose model failed is neither); ``system2_action_rate``: both
-      ``with_actions`` over both totals (issue #30's parse rate); ``sage_round_s_median``: the median
-      wall time of those rounds' model calls.
+      ``with_actions`` over both totals (the parse rate constrained decoding raises);
+      ``sage_round_s_median``: the median wall time of those rounds' model calls.
     Episodes without ``episode_end`` are skipped, as in the score metrics.
     """
     n_eps = steps = system2 = tokens = calls = 0

@@ -1,4 +1,4 @@
-"""``fastslow eval --stream``: episodes as a stream, for the adaptation measurement (issue 51; the online
+"""``fastslow eval --stream``: episodes as a stream, for the adaptation measurement (the online
 memory of paper §3.1, whose records an episode writes for the episodes after it).
 
 **Order.** Each task's episodes form a stream in the run's recorded order (run.json ``episodes``: the

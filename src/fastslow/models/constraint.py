@@ -1,4 +1,4 @@
-"""Constrained decoding (issue #30): what a model's answer must look like, in a form every backend speaks.
+"""Constrained decoding: what a model's answer must look like, in a form every backend speaks.
 
 A ``Constraint`` passed to ``ChatModel.complete`` restricts the answer while it is generated:
 

@@ -1,4 +1,4 @@
-"""Plug-in agents: agents other than SwiftSage that play through the same harness (issue 53).
+"""Plug-in agents: agents other than SwiftSage that play through the same harness (docs/agents.md).
 
 An ``agent.kind`` that is not built in (``config.BUILTIN_AGENTS``: oracle, swiftsage) names a module of
 this package: kind ``K`` is ``fastslow.plugins.K`` (``config.agent_kinds`` lists them from the files,

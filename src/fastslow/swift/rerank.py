@@ -1,5 +1,5 @@
 """A second-stage Swift ranker: LightGBM lambdarank over the linear ranker's top candidates (paper §3,
-Swift on CPU; issue #29's "stronger learned ranker" candidate).
+Swift on CPU; a stronger learned ranker than the linear one, docs/swift.md 2b).
 
 The linear imitation ranker (``swift/imitation.py``) scores every valid action with hashed crosses
 that memorise gold paths. This stage re-orders its ``depth`` best candidates with gradient-boosted

@@ -11,7 +11,7 @@ the two steps first alternates from step to step. Only the ``step`` calls are ti
 observation, look, inventory, valid actions and score (the raw 0-1 score times 100 while the episode
 runs; the flags against ``EndState``) must agree: ``mismatches`` lists the steps that do not.
 
-The target (issue 50) is an adapter at >= 0.8 of the raw rate. The raw ``step`` makes two py4j calls
+The target is an adapter at >= 0.8 of the raw rate (``TARGET_RATIO``). The raw ``step`` makes two py4j calls
 (the JSON step, then the task description) where the adapter makes one, so the adapter is expected
 faster.
 """
@@ -31,7 +31,7 @@ from fastslow.errors import UsageError
 from fastslow.events import EndState
 
 TARGET_RATIO = 0.8
-"""The adapter's steps/s over the raw API's that issue 50 asks for."""
+"""The least ratio of the adapter's steps/s to the raw API's that the benchmark accepts."""
 DEFAULT_STEPS = 2000
 """Random-policy steps ``bench env`` plays when ``--steps`` is not given."""
 

@@ -7,6 +7,6 @@ the knowledge builders (``knowledge``: substances, paints, circuits and focus bu
 gold paths into ``data/``) and the task-specific focus rules Gate-1 receives (``focus.TaskFocusRules``, a
 ``core.focus.FocusJudge``). Nothing outside ScienceWorld's package imports this one: the rest of the
 agent reaches it through ``fastslow.env.scienceworld.world`` (``World.task_procedures``,
-``World.focus_judge``, ``World.knowledge_files``). Like the rest of the world's package it imports only
+``World.focus_judge``, ``World.rebuild_knowledge``). Like the rest of the world's package it imports only
 the layers below (``fastslow.core``, ``fastslow.env``, ``fastslow.vocab``).
 """
