@@ -19,8 +19,10 @@ app = typer.Typer(
 
 # path, an error message quoting any of them), and rich would read "[/b]" in it as a closing tag and
 # raise. Styling is given as Text objects or style= instead.
-console = Console(markup=False)
-err_console = Console(stderr=True, markup=False)
+# soft_wrap: a line is never broken by rich (the terminal wraps it), so a printed path stays one word a
+# user can copy, whatever the terminal's width.
+console = Console(markup=False, soft_wrap=True)
+err_console = Console(stderr=True, markup=False, soft_wrap=True)
 
 
 def out_path(value: str) -> Path:
