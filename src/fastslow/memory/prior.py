@@ -1,4 +1,4 @@
-"""AMM's action prior (paper §3.1, AMM on the fast pathway; issue 51): what earlier episodes of the run
+"""AMM's action prior (paper §3.1, AMM on the fast pathway; docs/amm.md): what earlier episodes of the run
 were rewarded and punished for, added to Swift's ranking of this episode's valid actions.
 
 T1 shows Swift memories only when Swift has failed, and Swift's imitation weights know only the objects of
