@@ -154,10 +154,11 @@ class RetrievalConfig(StrictModel):
     the 10 their search returns)."""
 
     prior: bool = False
-    """AMM's action prior (``memory.prior``, paper §3.1 on the fast pathway; docs/amm.md): on every Swift proposal, a valid action that
-    other episodes of the run (the warm-up included) were rewarded for gains ``prior_bonus`` and one they
-    lost score with loses ``prior_penalty`` (votes of the current task's records, by episode). Off: the
-    paper configurations' AMM; the fast-pathway configurations with AMM switch it on."""
+    """AMM's action prior (``memory.prior``, paper §3.1 on the fast pathway; docs/amm.md): on every
+    Swift proposal, a valid action that other episodes of the run (the warm-up included) were rewarded
+    for gains ``prior_bonus`` and one they lost score with loses ``prior_penalty`` (votes of the current
+    task's records, by episode). Off: the paper configurations' AMM; the fast-pathway configurations
+    with AMM switch it on."""
     prior_bonus: float | None = Field(default=None, ge=0.0)
     """The prior's bonus in Swift's score units; None: the value fitted on dev streams
     (``memory/data/prior.json``, which records how)."""
@@ -248,8 +249,9 @@ class AmmConfig(StrictModel):
     """online: keep writing during evaluation; frozen: read-only after the warm-up episodes."""
     provenance: bool = False
     """Log, in every ``memory_retrieval`` event, the episode that wrote each record returned
-    (``writers``; the learning curve's sources, ``eval.curve``). ``fastslow eval --stream`` turns it on; off (the default) leaves the event
-    logs of every configuration as they were. Changes nothing an agent sees."""
+    (``writers``; the learning curve's sources, ``eval.curve``). ``fastslow eval --stream`` turns it on;
+    off (the default) leaves the event logs of every configuration as they were. Changes nothing an
+    agent sees."""
     write: SalienceConfig = SalienceConfig()
     """Salience gate of the write hook."""
     retrieval: RetrievalConfig = RetrievalConfig()
