@@ -18,11 +18,11 @@ from typing import Literal, get_args
 EscalationRule = Literal[
     "invalid_action", "failure_messages", "focus_before_sage", "no_progress", "no_env_step"
 ]
-"""SwiftSage's arbitration rules that send a timestep to Sage (paper §3; ``controller.escalation.Rule``)."""
+"""SwiftSage's arbitration rules that send a timestep to Sage (paper §3; ``controller.arbiter.Rule``)."""
 ESCALATION_RULES: tuple[EscalationRule, ...] = get_args(EscalationRule)
 
 EscalationBlock = Literal["cooldown", "consecutive_sage", "per_step"]
-"""Why Sage was not called although a rule fired (``controller.escalation.Block``)."""
+"""Why Sage was not called although a rule fired (``controller.arbiter.Block``)."""
 ESCALATION_BLOCKS: tuple[EscalationBlock, ...] = get_args(EscalationBlock)
 
 StagnationPattern = Literal[
