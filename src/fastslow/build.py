@@ -10,12 +10,15 @@ injecting what the real run would load (a scripted Sage, a scripted Swift, a sto
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 
 from fastslow.agents import Agent, OracleAgent
 from fastslow.config import BUILTIN_AGENTS, Intervention, RunConfig
+from fastslow.controller import authors, escalation
+from fastslow.controller.arbiter import Profile
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.sage import Planner, Sage, SageOff
+from fastslow.controller.sage import PROMPTS, Planner, Sage, SageOff
 from fastslow.core.focus import FocusJudge
 from fastslow.core.hooks import LoopHook, SwitchedOff, SwitchPoint
 from fastslow.core.procedures import TaskProcedures
@@ -40,6 +43,25 @@ from fastslow.reflection.srm import Srm
 from fastslow.swift.hook import PolicyHook
 from fastslow.swift.policy import SafetyPolicy
 from fastslow.vocab import Mechanism
+
+PROFILES: dict[str, Profile] = {"swiftsage": escalation.PROFILE, "authors": authors.PROFILE}
+"""The arbitration profiles by ``controller.loop`` name (paper §3; docs/controller.md). A profile kept
+outside this list is named by its import path instead (``controller.loop: package.module:PROFILE``), so a
+third profile is one module and one configuration file."""
+
+
+def profile(loop: str) -> Profile:
+    """The ``Profile`` of ``controller.loop``: a registered name, or ``module:attribute`` of one."""
+    if loop in PROFILES:
+        return PROFILES[loop]
+    module, _, name = loop.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"controller.loop: {loop!r} is no profile ({exc})") from exc
+    if not isinstance(found, Profile):
+        raise UsageError(f"controller.loop: {loop!r} is a {type(found).__name__}, not a Profile")
+    return found
 
 
 @dataclass
@@ -162,8 +184,8 @@ def check_world(config: RunConfig) -> None:
     if semantics.authors is not None:
         return
     asked = {
-        "controller.loop: authors": ctl.loop == "authors",
-        "controller.sage.prompt: authors": ctl.sage.prompt == "authors",
+        f"controller.loop: {ctl.loop}": profile(ctl.loop).authors_only,
+        f"controller.sage.prompt: {ctl.sage.prompt}": PROMPTS[ctl.sage.prompt].authors_only,
         "controller.buffer.expected_alias": ctl.buffer.expected_alias,
         "controller.buffer.defer_unseen_focus": ctl.buffer.defer_unseen_focus,
     }
@@ -283,6 +305,7 @@ def build_swiftsage(
         swift,
         planner,
         ctl,
+        arbiter=profile(ctl.loop).make,
         hooks=modules,
         min_confidence=config.swift.min_confidence,
         # Gate-1 on: text no check admitted never reaches the environment (a harmless look instead).

@@ -1,9 +1,12 @@
 """The arbitration between Swift and Sage as an interface (paper §3): what the controller asks, once per
-loop iteration, of whichever loop the configuration plays (``controller.loop``).
+loop iteration, of whichever profile the configuration plays (``controller.loop``).
 
-Two implementations, each owning its rules and fallbacks: ``escalation.SwiftSageArbiter`` (SwiftSage as
-its paper describes it) and ``authors.AuthorsArbiter`` (the paper's authors' final loop). The controller
-walks the same timestep for both (docs/controller.md) and never asks which one it holds.
+The controller asks one decision per loop iteration (``Arbiter.arbitrate``: a ``Verdict``, act with this
+action / hold / escalate to Sage, blocked or not) and, around it, a few questions with defaults in
+``ArbiterBase``. Each profile is one module owning its rules and fallbacks (``escalation.SwiftSageArbiter``:
+SwiftSage as its paper describes it; ``authors.AuthorsArbiter``: the paper's authors' final loop) and
+exporting a ``Profile``; ``fastslow.build`` holds the registry and hands the controller the profile's
+factory, so the controller never imports a profile nor asks which one it holds (docs/controller.md).
 
 An arbiter learns who acted from the executed step (``executed``): every action of the Swift branch
 (Swift's ranking, a task procedure, a fallback) ends a run of Sage calls.
@@ -11,19 +14,23 @@ An arbiter learns who acted from the executed step (``executed``): every action 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, Protocol, TypeVar
 
-from fastslow.agents.base import Decision
-from fastslow.controller.resolver import IndexedView, Resolver
+from fastslow.agents.base import Decision, EpisodeContext
+from fastslow.controller.config import ControllerConfig
+from fastslow.controller.resolver import Grounding, IndexedView, Resolver
 from fastslow.core.hooks import LoopHook
 from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.semantics import SWIFTSAGE_FAILURES, WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.vocab import SWIFT_BRANCH, ProcedureRule, StepSource
+
+log = logging.getLogger(__name__)
 
 
 class Rule(StrEnum):
@@ -133,38 +140,92 @@ def top_prediction(proposal: Proposal, traj: Trajectory) -> RankedAction | None:
     return candidates[0] if candidates else None
 
 
+@dataclass(frozen=True)
+class SwiftTurn:
+    """Swift's part of one loop iteration, as the arbitration reads it: the proposal after the hooks,
+    the arbiter's choice among it (None: nothing resolved, or a forcing rule kept Swift out), the valid
+    action a hook held back, the hooks' note (AMM's T1 rung) and whether a hook settled the proposal as
+    the iteration's action (``core.hooks.Revision``)."""
+
+    proposal: Proposal
+    chosen: Chosen | None = None
+    held: str | None = None
+    note: str = ""
+    settles: bool = False
+
+    @property
+    def action(self) -> str | None:
+        """The action the arbitration rules judge: the chosen one, else the held-back one."""
+        return self.chosen.action if self.chosen is not None else self.held
+
+    def reason(self, *, confidence: bool) -> str:
+        """Why the Swift branch's chosen action runs: ``swift top`` (with Swift's confidence where Sage
+        could have been called), the procedure's rule (its step's reason starts with it), or the
+        loop-break fallback; then the hooks' notes (AMM's T1)."""
+        chosen, note = self.chosen, self.note
+        if chosen is not None and chosen.rule is not None:
+            return f"{chosen.rule}{note}"
+        if chosen is not None and chosen.source == "fallback":
+            return f"gate-drop loop: loop-break fallback{note}"
+        if confidence:
+            return f"swift top (confidence {self.proposal.confidence:.2f}){note}"
+        return f"swift top{note}"
+
+
+@dataclass(frozen=True)
+class Act:
+    """The verdict: this action runs now (Swift's branch; no escalation)."""
+
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class Hold:
+    """The verdict: no env step this iteration (a hook held Swift's action back); the timestep goes
+    round again."""
+
+
+@dataclass(frozen=True)
+class Escalate:
+    """The verdict: ``rule`` sends the iteration to Sage (an ``escalation`` event), unless ``blocked``
+    says why Sage may not run (then ``Arbiter.held_back`` names the action)."""
+
+    rule: Rule
+    detail: str
+    blocked: Block | None = None
+
+
+Verdict = Act | Hold | Escalate
+"""One loop iteration's decision (docs/controller.md, "One timestep")."""
+
+
 P = TypeVar("P")
 
 
 class Arbiter(Protocol):
-    """One loop's arbitration between Swift and Sage, for one episode.
+    """One profile's arbitration between Swift and Sage, for one episode (paper §3).
 
-    Per env step the controller calls ``begin``; per loop iteration ``start_iteration``, then - after the
-    buffer and Swift's proposal - ``swift_choice``, ``check``, ``blocked`` and, on an escalation,
-    ``sage_called`` and the fallbacks; after the env step ``executed``."""
+    Per env step the controller calls ``begin``; per loop iteration ``start_iteration`` (whether a forcing
+    rule holds), then - after the buffer and Swift's proposal - ``swift_choice`` and ``arbitrate`` (the
+    verdict); on an escalation ``sage_called`` and, when Sage does not act, ``held_back`` or
+    ``after_sage``; after the env step ``executed``. ``ArbiterBase`` gives every member a default."""
 
-    grounding: Literal["fuzzy", "authors"]
-    """How candidate text is grounded onto the valid actions (``controller.resolver.Resolver``)."""
+    grounding: str | Grounding
+    """How candidate text is grounded onto the valid actions (``resolver.GROUNDINGS`` name, or one of
+    the profile's own)."""
     hooks: Sequence[LoopHook]
     """Hooks of the loop itself, walked before the modules' (the authors' focus gate)."""
-
-    @property
-    def forcing(self) -> bool:
-        """A forcing rule holds for this iteration: Sage decides before Swift's choice counts."""
-        ...
 
     def begin(self, step: int) -> None:
         """A timestep starts (its first loop iteration)."""
 
-    def start_iteration(self, step: int) -> None:
-        """A loop iteration starts."""
+    def start_iteration(self, step: int) -> str | None:
+        """A loop iteration starts; the forcing rule that holds for it (Sage decides before Swift's
+        choice counts; its name is AMM's T1 label), None when none does."""
+        ...
 
     def iteration_without_step(self) -> None:
-        """A loop iteration ended without an action (the authors' loop only)."""
-
-    def forced_label(self, step: int) -> str | None:
-        """The rule a forced iteration is named after, for AMM's T1 (None: not forced)."""
-        ...
+        """A loop iteration ended without an action."""
 
     def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
         """Whether Swift failed on ``proposal`` (AMM's T1 trigger), before confidence is looked at."""
@@ -174,27 +235,15 @@ class Arbiter(Protocol):
         """Swift's action, and the valid action a hook held back (no env step this iteration), if any."""
         ...
 
-    def check(self, swift_action: str | None, step: int) -> tuple[Rule, str] | None:
-        """The rule that sends this iteration to Sage, with a detail; None keeps Swift's action."""
+    def arbitrate(self, turn: SwiftTurn, now: Timestep) -> Verdict:
+        """The iteration's decision on Swift's ``turn``: act, hold, or escalate to Sage."""
         ...
 
-    def blocked(self, step: int, rule: Rule) -> Block | None:
-        """Why Sage may not run although ``rule`` fired; None: it may."""
+    def held_back(self, blocked: Block, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
+        """The action when Sage was held back (``Escalate.blocked``)."""
         ...
 
-    def held_back(
-        self, blocked: Block, rule: Rule, chosen: Chosen | None, proposal: Proposal, now: Timestep
-    ) -> Decision:
-        """The action when Sage was held back (``blocked``)."""
-        ...
-
-    def unresolved(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
-        """The action when no Swift candidate resolved and Sage did not act."""
-        ...
-
-    def after_sage(
-        self, miss: SageMiss, chosen: Chosen | None, proposal: Proposal, rule: Rule, now: Timestep
-    ) -> Decision:
+    def after_sage(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
         """The action when Sage ran and nothing it planned runs now."""
         ...
 
@@ -216,3 +265,121 @@ class Arbiter(Protocol):
     def executed(self, decision: Decision, result: StepResult) -> str | None:
         """Count an executed step; returns why the buffer must be cleared (a loop guard), or None."""
         ...
+
+
+class ArbiterBase:
+    """Defaults for every ``Arbiter`` member, SwiftSage's shape (paper §3): fuzzy grounding, no forcing
+    rules, every iteration acts, Swift's first ranked candidate that resolves, Sage whenever ``check``
+    names a rule and ``blocked`` does not stop it, Swift's action whenever Sage does not act, Sage's plan
+    as far as it is valid now, no loop guard. A profile overrides the questions it answers otherwise;
+    ``check`` and ``blocked`` are the rules ``arbitrate`` reads."""
+
+    grounding: str | Grounding = "fuzzy"
+    hooks: Sequence[LoopHook] = ()
+    semantics: WorldSemantics
+    markers: tuple[str, ...] | None = None
+
+    def begin(self, step: int) -> None:
+        """Nothing to do by default."""
+
+    def start_iteration(self, step: int) -> str | None:
+        """No forcing rules by default."""
+        return None
+
+    def iteration_without_step(self) -> None:
+        """Never happens by default: every iteration acts."""
+
+    def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
+        """No valid action among Swift's candidates (the top one grounded if need be)."""
+        if any(c.action in now.view.result.valid_actions for c in proposal.candidates):
+            return False
+        return proposal.top is None or now.resolver.ground(proposal.top, now.view) is None
+
+    def swift_choice(self, proposal: Proposal, now: Timestep) -> tuple[Chosen | None, str | None]:
+        """The first ranked candidate that resolves; nothing is held back."""
+        return now.first(proposal.candidates), None
+
+    def check(self, swift_action: str | None, step: int) -> tuple[Rule, str] | None:
+        """The rule that sends this iteration to Sage, with a detail; None (the default) keeps Swift."""
+        return None
+
+    def blocked(self, step: int, rule: Rule) -> Block | None:
+        """Why Sage may not run although ``rule`` fired; None (the default): it may."""
+        return None
+
+    def arbitrate(self, turn: SwiftTurn, now: Timestep) -> Verdict:
+        """Swift acts when Sage is off; else ``check`` (skipped when a hook settled a valid proposal):
+        no rule -> Swift acts (or the iteration holds, a hook having held its action back); a rule ->
+        escalate, ``blocked`` or not."""
+        if not now.sage_available:
+            return Act(self.swift_acts(turn, turn.reason(confidence=False), now))
+        fired = None if turn.settles and turn.action else self.check(turn.action, now.step)
+        if fired is None:
+            if turn.held is not None:
+                return Hold()
+            return Act(self.swift_acts(turn, turn.reason(confidence=True), now))
+        rule, detail = fired
+        return Escalate(rule, detail, self.blocked(now.step, rule))
+
+    def swift_acts(self, turn: SwiftTurn, reason: str, now: Timestep) -> Decision:
+        """The Swift branch's step: the chosen action, else ``unresolved``."""
+        if turn.chosen is not None:
+            return turn.chosen.decision(reason)
+        return self.unresolved(turn.proposal, reason, now)
+
+    def held_back(self, blocked: Block, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
+        """Swift acts (SwiftSage's held-back Sage)."""
+        actor = turn.chosen.actor if turn.chosen is not None else "swift"
+        return self.swift_acts(turn, f"{rule.value} but sage {blocked.value}: {actor} acts", now)
+
+    def after_sage(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
+        """Swift acts (SwiftSage's failed Sage round)."""
+        actor = turn.chosen.actor if turn.chosen is not None else "swift"
+        return self.swift_acts(turn, f"{rule.value}: {miss.why}, {actor} acts", now)
+
+    def unresolved(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
+        """Swift's top text as written (labelled by who ranked it there), or the resolver's harmless
+        action (``fallback``) when Gate-1 never sends unadmitted text."""
+        action = now.resolver.unresolved(proposal.top, now.view)
+        if action != proposal.top:
+            log.info("step %d: no candidate resolved, falling back to '%s'", now.step, action)
+            return Decision(action, "fallback", f"{reason}; no candidate resolved: fallback {action}")
+        return Chosen.of(proposal.candidates[0], action).decision(reason)
+
+    def exhausted(self, reason: str, now: Timestep) -> Decision:
+        """The resolver's harmless action (unreachable where every iteration acts)."""
+        return Decision(now.resolver.unresolved(None, now.view), "fallback", reason)
+
+    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
+        """Sage's planned actions that are valid now."""
+        return planned
+
+    def sage_called(self, step: int, result: StepResult) -> None:
+        """Nothing to count by default."""
+
+    def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
+        """The failed steps Sage's prompt lists: every failure message of the episode so far."""
+        return [t for t in turns if is_failure(self.semantics, t.observation, self.markers)]
+
+    def executed(self, decision: Decision, result: StepResult) -> str | None:
+        """No loop guard by default."""
+        return None
+
+
+class ArbiterFactory(Protocol):
+    """Makes one episode's arbiter: the controller's settings, the episode, its first state and the
+    run's failure markers (``env.failure_markers``; None: the world's default)."""
+
+    def __call__(
+        self, cfg: ControllerConfig, ctx: EpisodeContext, first: StepResult, markers: tuple[str, ...] | None
+    ) -> Arbiter: ...
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An arbitration profile as the registry knows it (``fastslow.build.PROFILES``; docs/controller.md,
+    "A third profile"): the factory of its episode arbiter, and whether it needs the world's authors'
+    profile (``WorldSemantics.authors``; configuration checks refuse it in a world without one)."""
+
+    make: ArbiterFactory
+    authors_only: bool = False

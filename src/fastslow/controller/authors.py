@@ -32,11 +32,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-from fastslow.agents.base import Decision
-from fastslow.controller.arbiter import Block, Chosen, P, Rule, SageMiss, Timestep, branch, top_prediction
-from fastslow.controller.config import EscalationConfig
+from fastslow.agents.base import Decision, EpisodeContext
+from fastslow.controller.arbiter import (
+    ArbiterBase,
+    Block,
+    Chosen,
+    P,
+    Profile,
+    Rule,
+    SageMiss,
+    SwiftTurn,
+    Timestep,
+    branch,
+    top_prediction,
+)
+from fastslow.controller.config import ControllerConfig, EscalationConfig
+from fastslow.controller.resolver import Grounding
 from fastslow.core.authors import AuthorsProfile
 from fastslow.core.hooks import NO_ACTIONS, BufferActions, Candidate, LoopHook, StepDone, StepView, refuse
 from fastslow.core.proposal import Proposal
@@ -61,7 +73,7 @@ def state_signature(result: StepResult, profile: AuthorsProfile) -> tuple[str, s
 
 
 @dataclass
-class AuthorsArbiter:
+class AuthorsArbiter(ArbiterBase):
     """The authors' loop (``controller.loop: authors``; ``arbiter.Arbiter``): their counters over the
     loop, the rules that read them, and their fallbacks."""
 
@@ -104,7 +116,8 @@ class AuthorsArbiter:
     _gate_hold: bool = False
     """Gate-1 dropped Swift's action in this iteration: no arbitration rule sends it to Sage."""
 
-    grounding: Literal["fuzzy", "authors"] = "authors"
+    grounding: str | Grounding = "authors"
+    """Their rewrites, then exact membership (``resolver.authors_grounding``)."""
     hooks: Sequence[LoopHook] = ()
     """The focus gate, when on (``controller.focus_gate``)."""
 
@@ -135,9 +148,10 @@ class AuthorsArbiter:
     def iteration_without_step(self) -> None:
         self.no_step += 1
 
-    def start_iteration(self, step: int) -> None:
+    def start_iteration(self, step: int) -> str | None:
         """The authors test the forcing rules at the top of each loop iteration, before Swift runs (a
-        focus Swift tries in this iteration forces Sage in the next one)."""
+        focus Swift tries in this iteration forces Sage in the next one); returns the forced iteration's
+        label (``forced_label``) or None."""
         self._gate_hold = False
         self._drop_loop_now = self._drop_loop
         self._drop_loop = False
@@ -146,6 +160,7 @@ class AuthorsArbiter:
             self._forced = Rule.NO_STEP, "gate-drop loop: Gate-1 dropped Swift's action twice this step"
         else:
             self._forced = self.forced(step)
+        return self.forced_label(step)
 
     def gate_dropped(self, action: str, failure: str, step: int, *, sage_available: bool) -> str:
         """Gate-1 dropped Swift's valid ``action``; returns what the iteration does: ``retry`` (no env
@@ -264,31 +279,28 @@ class AuthorsArbiter:
         pick = self._loopbreak(now) if outcome == "fallback" else None
         return (pick, None) if pick is not None else (None, grounded)
 
-    def held_back(
-        self, blocked: Block, rule: Rule, chosen: Chosen | None, proposal: Proposal, now: Timestep
-    ) -> Decision:
+    def held_back(self, blocked: Block, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
         """Sage already ran for this step: the deterministic fallback; else the authors' held-back Swift:
         the first valid of its top three non-focus predictions, else the nearest valid action."""
         reason = f"{rule.value} but sage {blocked.value}"
         if blocked is Block.PER_STEP:
             return self.exhausted(reason, now)
-        trial = now.first([c for c in proposal.candidates if not c.action.startswith(self.commitment)][:3])
+        candidates = turn.proposal.candidates
+        trial = now.first([c for c in candidates if not c.action.startswith(self.commitment)][:3])
         if trial is not None:
             return trial.decision(f"{reason}: {trial.actor}'s first valid non-focus prediction")
-        return self._nearest(proposal, f"{reason}: no valid swift prediction", now)
+        return self._nearest(turn.proposal, f"{reason}: no valid swift prediction", now)
 
     def unresolved(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
         """Never invalid text: the nearest valid action instead."""
         return self._nearest(proposal, f"{reason}; no valid swift prediction", now)
 
-    def after_sage(
-        self, miss: SageMiss, chosen: Chosen | None, proposal: Proposal, rule: Rule, now: Timestep
-    ) -> Decision:
+    def after_sage(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
         """A planning error or an empty plan: the nearest valid action to Swift's top. A plan none of
         whose actions can run: their loop goes round once more, and Sage has already run for this env
         step, so their deterministic fallback acts."""
         if miss.kind in ("error", "empty"):
-            return self._nearest(proposal, f"{rule.value}: {miss.why}", now)
+            return self._nearest(turn.proposal, f"{rule.value}: {miss.why}", now)
         return self.exhausted(f"{rule.value}: {miss.why}", now)
 
     def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
@@ -375,6 +387,20 @@ class AuthorsArbiter:
             self.same_state_replans = 0
             return f"LoopGuard: {reason}"
         return None
+
+
+def authors_arbiter(
+    cfg: ControllerConfig, ctx: EpisodeContext, first: StepResult, markers: tuple[str, ...] | None
+) -> AuthorsArbiter:
+    """One episode's arbiter of the authors' loop (``arbiter.ArbiterFactory``; their failure test is
+    their own phrase list, so the run's ``markers`` are not read), with ``controller.focus_gate``."""
+    return AuthorsArbiter.for_episode(
+        cfg.escalation, ctx.semantics, cfg.focus_gate, ctx.task.task_id, first.task_description
+    )
+
+
+PROFILE = Profile(authors_arbiter, authors_only=True)
+"""The authors' profile (``controller.loop: authors``), as the registry in ``fastslow.build`` holds it."""
 
 
 class FocusGate(LoopHook):

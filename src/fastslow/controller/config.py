@@ -151,12 +151,14 @@ class ControllerConfig(StrictModel):
     # ScienceWorld numbers the options of an ambiguous request; any other reply is not an answer.
     ambiguous_answer: str = Field(default="0", pattern=r"^[0-9]+$")
     """Reply to ScienceWorld's "Ambiguous request" question (SwiftSage answers 0: the first option)."""
-    loop: Literal["swiftsage", "authors"] = "swiftsage"
-    """swiftsage: SwiftSage's arbitration as its paper describes it (``escalation.SwiftSageArbiter``: the
-    first of Swift's ranked candidates that grounds, fuzzy grounding, streak rules). authors: the paper's
-    authors' final loop (``authors.AuthorsArbiter``: Swift's top prediction after their rewrites, exact
-    membership, their forcing rules and LoopGuard, nothing invalid executed); the paper configurations
-    use it (docs/fidelity.md)."""
+    loop: str = Field(default="swiftsage", pattern=r"^(swiftsage|authors|[A-Za-z_][\w.]*:[A-Za-z_]\w*)$")
+    """The arbitration profile (``fastslow.build.PROFILES``). swiftsage: SwiftSage's arbitration as its
+    paper describes it (``escalation.SwiftSageArbiter``: the first of Swift's ranked candidates that
+    grounds, fuzzy grounding, streak rules). authors: the paper's authors' final loop
+    (``authors.AuthorsArbiter``: Swift's top prediction after their rewrites, exact membership, their
+    forcing rules and LoopGuard, nothing invalid executed); the paper configurations use it
+    (docs/fidelity.md). Any other profile by its import path, ``package.module:PROFILE`` (an
+    ``arbiter.Profile``; docs/controller.md, "A third profile")."""
     focus_gate: bool = False
     """The authors' focus rules without SRM (``controller.authors.FocusGate``): before Sage has focused,
     Swift's focus runs only on a task focus target or its third try; focus actions past the task's focus

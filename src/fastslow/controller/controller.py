@@ -31,19 +31,20 @@ from collections.abc import Callable, Sequence
 
 from fastslow.agents.base import Decision, EarlyStop, EpisodeContext
 from fastslow.controller.arbiter import (
+    Act,
     Arbiter,
-    Chosen,
+    ArbiterFactory,
+    Hold,
     Rule,
     SageMiss,
+    SwiftTurn,
     Timestep,
     branch,
     is_failure,
     top_prediction,
 )
-from fastslow.controller.authors import AuthorsArbiter
 from fastslow.controller.buffer import ActionBuffer, Buffered
 from fastslow.controller.config import ControllerConfig
-from fastslow.controller.escalation import SwiftSageArbiter
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.controller.sage import Planner, PlanRequest
 from fastslow.core.hooks import (
@@ -73,34 +74,10 @@ from fastslow.vocab import StepSource
 log = logging.getLogger(__name__)
 
 
-def top_reason(chosen: Chosen | None, proposal: Proposal, note: str, *, confidence: bool) -> str:
-    """Why the Swift branch's chosen action runs: ``swift top`` (with Swift's confidence where Sage could
-    have been called), the procedure's rule (its step's reason starts with it), or the loop-break
-    fallback; then the hooks' notes (AMM's T1)."""
-    if chosen is not None and chosen.rule is not None:
-        return f"{chosen.rule}{note}"
-    if chosen is not None and chosen.source == "fallback":
-        return f"gate-drop loop: loop-break fallback{note}"
-    return f"swift top (confidence {proposal.confidence:.2f}){note}" if confidence else f"swift top{note}"
-
-
 MAX_ITERATIONS = 8
 """Loop iterations one timestep may take before the arbiter's last fallback runs (only the authors' loop
 has iterations without an action: each gated Swift focus is one; Swift's third focus try passes the
 gate, so 4 suffice in practice)."""
-
-
-def make_arbiter(
-    cfg: ControllerConfig, markers: tuple[str, ...] | None, ctx: EpisodeContext, first: StepResult
-) -> Arbiter:
-    """The arbiter of one episode for ``controller.loop``."""
-    arbiters: dict[str, Callable[[], Arbiter]] = {
-        "swiftsage": lambda: SwiftSageArbiter(cfg.escalation, ctx.semantics, markers),
-        "authors": lambda: AuthorsArbiter.for_episode(
-            cfg.escalation, ctx.semantics, cfg.focus_gate, ctx.task.task_id, first.task_description
-        ),
-    }
-    return arbiters[cfg.loop]()
 
 
 class SwiftSageAgent:
@@ -114,6 +91,7 @@ class SwiftSageAgent:
         sage: Planner | None,
         cfg: ControllerConfig | None = None,
         *,
+        arbiter: ArbiterFactory,
         hooks: HookFactory | None = None,
         min_confidence: float = 0.0,
         unresolved_fallback: bool = False,
@@ -123,6 +101,8 @@ class SwiftSageAgent:
         self.sage = sage
         """None, or ``controller.sage_enabled: false``: Swift acts alone."""
         self.cfg = cfg or ControllerConfig()
+        self.arbiter_factory = arbiter
+        """Makes each episode's arbiter: the profile of ``controller.loop`` (``fastslow.build.PROFILES``)."""
         self.hook_factory: HookFactory = hooks or NoHooks()
         self.min_confidence = min_confidence
         """Below this top-candidate confidence Swift counts as failed (AMM's T1 trigger)."""
@@ -133,7 +113,7 @@ class SwiftSageAgent:
         prompt and the buffer's failure limit (None: the world's default)."""
         self.buffer = ActionBuffer(self.cfg.buffer.size)
         self.arbiter: Arbiter
-        """The episode's arbiter (``make_arbiter``), made at each reset."""
+        """The episode's arbiter (``arbiter_factory``), made at each reset."""
         self.sink: EventSink = ListSink()
         self.traj: Trajectory | None = None
         self.hooks: list[LoopHook] = []
@@ -153,7 +133,7 @@ class SwiftSageAgent:
             ctx.task.task_id, ctx.task.name, ctx.variation, first.task_description, first, ctx.semantics
         )
         self.buffer = ActionBuffer(self.cfg.buffer.size)
-        self.arbiter = make_arbiter(self.cfg, self.markers, ctx, first)
+        self.arbiter = self.arbiter_factory(self.cfg, ctx, first, self.markers)
         self.hooks = [*self.arbiter.hooks, *self.hook_factory.episode(ctx.memory_key, ctx.sink, first)]
         self.resolver = Resolver(
             self.cfg.ground_cutoff,
@@ -190,10 +170,11 @@ class SwiftSageAgent:
         return self.arbiter.exhausted(f"{MAX_ITERATIONS} loop iterations without an action", now)
 
     def _iteration(self, now: Timestep) -> Decision | None:
-        """One pass of the loop: buffer, Swift, arbitration, Sage. None: no action this time round (a
-        hook held Swift's action back, or a hook refilled the buffer); the timestep goes round again."""
+        """One pass of the loop: buffer, Swift, the arbiter's verdict, Sage. None: no action this time
+        round (a hook held Swift's action back, or a hook refilled the buffer); the timestep goes round
+        again."""
         step = now.step
-        self.arbiter.start_iteration(step)
+        forced = self.arbiter.start_iteration(step)
         dry = True
         if self.buffer:
             buffered, dry = self._from_buffer(now.view)
@@ -201,50 +182,36 @@ class SwiftSageAgent:
                 return buffered
         if dry and self._push_hooks([hook.on_buffer_empty(self._traj()) for hook in self.hooks], step):
             return None  # a hook's actions are the buffer now (SRM's Critic, authors' profile)
-        revision, first = self._propose(now)
+        revision, first = self._propose(now, forced)
         proposal = revision.proposal
         # A forcing rule sends the iteration to Sage before Swift's choice counts, unless a hook settled
         # Swift's proposal as the iteration's action.
-        forcing = self.arbiter.forcing and not revision.settles
+        forcing = forced is not None and not revision.settles
         chosen, held = (None, None) if forcing else self.arbiter.swift_choice(proposal, now)
-        action = chosen.action if chosen is not None else held
+        turn = SwiftTurn(proposal, chosen, held, revision.note, revision.settles)
         if first:
-            self._emit_proposal(step, proposal, action)
-        if not self.sage_available:
-            return self._swift(
-                chosen, proposal, top_reason(chosen, proposal, revision.note, confidence=False), now
-            )
-        fired = None if revision.settles and action else self.arbiter.check(action, step)
-        if fired is None:
-            if held is not None:
-                return None  # a hook held Swift's action back: no env step this iteration
-            return self._swift(
-                chosen, proposal, top_reason(chosen, proposal, revision.note, confidence=True), now
-            )
-        rule, detail = fired
-        blocked = self.arbiter.blocked(step, rule)
-        self.sink.emit(Escalation(step=step, rule=rule.value, detail=detail, blocked=blocked))
-        if blocked is not None:
-            return self.arbiter.held_back(blocked, rule, chosen, proposal, now)
-        planned = self._call_sage(rule, proposal, now)
+            self._emit_proposal(step, proposal, turn.action)
+        verdict = self.arbiter.arbitrate(turn, now)
+        if isinstance(verdict, Act):
+            return verdict.decision
+        if isinstance(verdict, Hold):
+            return None  # a hook held Swift's action back: no env step this iteration
+        self.sink.emit(
+            Escalation(step=step, rule=verdict.rule.value, detail=verdict.detail, blocked=verdict.blocked)
+        )
+        if verdict.blocked is not None:
+            return self.arbiter.held_back(verdict.blocked, verdict.rule, turn, now)
+        planned = self._call_sage(verdict.rule, proposal, now, forced=forced is not None)
         if isinstance(planned, Decision):
             return planned
-        return self.arbiter.after_sage(planned, chosen, proposal, rule, now)
+        return self.arbiter.after_sage(planned, verdict.rule, turn, now)
 
-    def _swift(self, chosen: Chosen | None, proposal: Proposal, reason: str, now: Timestep) -> Decision:
-        """The Swift branch's step: ``chosen`` (labelled swift, procedure or fallback), else the
-        arbiter's action for a proposal of which nothing resolved."""
-        return (
-            chosen.decision(reason) if chosen is not None else self.arbiter.unresolved(proposal, reason, now)
-        )
-
-    def _propose(self, now: Timestep) -> tuple[Revision, bool]:
+    def _propose(self, now: Timestep, forced: str | None) -> tuple[Revision, bool]:
         """Swift's proposal for this env step after the hooks, and whether it is new. Swift is asked once
         per env step; a later loop iteration reuses its proposal, and walks the hooks over it again when a
         forcing rule holds (AMM's T1 on a forced iteration, as the authors' loop asks its T1 on every
-        iteration)."""
+        iteration). ``forced``: the iteration's forcing rule (AMM's T1 label), None when none holds."""
         step = now.step
-        forced = self.arbiter.forced_label(step)
         cached = self._proposal if self._proposal is not None and self._proposal[0] == step else None
         if cached is not None and forced is None:
             return Revision(cached[1].proposal, cached[1].note, cached[1].settles), False
@@ -423,10 +390,10 @@ class SwiftSageAgent:
             )
         )
 
-    def _instinct(self, proposal: Proposal, now: Timestep) -> str | None:
+    def _instinct(self, proposal: Proposal, now: Timestep, *, forced: bool) -> str | None:
         """Swift's top prediction when it is valid now (grounding only, no hooks), for Sage's prompt;
         None when a forcing rule kept Swift out of this iteration (the authors do not run Swift then)."""
-        if self.arbiter.forcing:
+        if forced:
             return None
         top = top_prediction(proposal, now.traj)
         return self.resolver.ground(top.action, now.view) if top is not None else None
@@ -434,7 +401,9 @@ class SwiftSageAgent:
     def _failures(self) -> Sequence[Turn]:
         return self.arbiter.failures_for_prompt(self._traj().turns)
 
-    def _call_sage(self, rule: Rule, proposal: Proposal, now: Timestep) -> Decision | SageMiss:
+    def _call_sage(
+        self, rule: Rule, proposal: Proposal, now: Timestep, *, forced: bool
+    ) -> Decision | SageMiss:
         """Sage's first planned action, or why there is none (then the arbiter's fallback acts)."""
         assert self.sage is not None  # sage_available
         step = now.step
@@ -446,7 +415,7 @@ class SwiftSageAgent:
             suggestion=[c.action for c in proposal.candidates[: self.cfg.sage.swift_candidates]],
             ground=lambda text: self.resolver.ground(text, now.view),
             memory_block="".join(hook.plan_memories(traj) for hook in self.hooks),
-            instinct=self._instinct(proposal, now),
+            instinct=self._instinct(proposal, now, forced=forced),
         )
         plan = self.sage.plan(request, self.sink)
         self.arbiter.sage_called(step, now.view.result)

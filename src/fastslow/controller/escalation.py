@@ -15,36 +15,23 @@ An "Ambiguous request" is not one: the controller answers it at the next step.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-from fastslow.agents.base import Decision
-from fastslow.controller.arbiter import (
-    Block,
-    Chosen,
-    P,
-    Rule,
-    SageMiss,
-    Timestep,
-    branch,
-    is_failure,
-)
-from fastslow.controller.config import EscalationConfig
-from fastslow.core.hooks import LoopHook
-from fastslow.core.proposal import Proposal
+from fastslow.agents.base import Decision, EpisodeContext
+from fastslow.controller.arbiter import ArbiterBase, Block, Profile, Rule, branch, is_failure
+from fastslow.controller.config import ControllerConfig, EscalationConfig
 from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
-from fastslow.core.trajectory import Turn
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class SwiftSageArbiter:
+class SwiftSageArbiter(ArbiterBase):
     """SwiftSage's arbitration (``controller.loop: swiftsage``; ``arbiter.Arbiter``): counters over the
-    executed steps, the rules that read them, and its fallbacks (Swift acts whenever Sage does not; text
-    no candidate grounds is sent as Swift wrote it unless Gate-1 is on)."""
+    executed steps and the rules that read them (``check``, ``blocked``). Everything else is
+    ``ArbiterBase``'s SwiftSage-shaped default: Swift acts whenever Sage does not, and text no candidate
+    grounds is sent as Swift wrote it unless Gate-1 is on."""
 
     cfg: EscalationConfig
     semantics: WorldSemantics
@@ -106,70 +93,6 @@ class SwiftSageArbiter:
             f"{cfg.repeat_window} actions",
         )
 
-    grounding: Literal["fuzzy", "authors"] = "fuzzy"
-    hooks: Sequence[LoopHook] = ()
-    forcing = False
-    """Sage is never decided before Swift's choice is known in this loop."""
-
-    def begin(self, step: int) -> None:
-        """Nothing to do: every iteration of this loop ends in an action."""
-
-    def start_iteration(self, step: int) -> None:
-        """Nothing to do: no forcing rules."""
-
-    def iteration_without_step(self) -> None:
-        """Never happens in this loop: every iteration ends in an action."""
-
-    def forced_label(self, step: int) -> str | None:
-        return None
-
-    def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
-        """No valid action among Swift's candidates (the top one grounded by similarity if need be)."""
-        if any(c.action in now.view.result.valid_actions for c in proposal.candidates):
-            return False
-        return proposal.top is None or now.resolver.ground(proposal.top, now.view) is None
-
-    def swift_choice(self, proposal: Proposal, now: Timestep) -> tuple[Chosen | None, str | None]:
-        """The first ranked candidate that resolves; nothing is held back."""
-        return now.first(proposal.candidates), None
-
-    def held_back(
-        self, blocked: Block, rule: Rule, chosen: Chosen | None, proposal: Proposal, now: Timestep
-    ) -> Decision:
-        reason = f"{rule.value} but sage {blocked.value}"
-        actor = chosen.actor if chosen is not None else "swift"
-        return self._swift(chosen, proposal, f"{reason}: {actor} acts", now)
-
-    def after_sage(
-        self, miss: SageMiss, chosen: Chosen | None, proposal: Proposal, rule: Rule, now: Timestep
-    ) -> Decision:
-        actor = chosen.actor if chosen is not None else "swift"
-        return self._swift(chosen, proposal, f"{rule.value}: {miss.why}, {actor} acts", now)
-
-    def _swift(self, chosen: Chosen | None, proposal: Proposal, reason: str, now: Timestep) -> Decision:
-        return chosen.decision(reason) if chosen is not None else self.unresolved(proposal, reason, now)
-
-    def unresolved(self, proposal: Proposal, reason: str, now: Timestep) -> Decision:
-        """Swift's top text as written (labelled by who ranked it there), or the resolver's harmless
-        action (``fallback``) when Gate-1 never sends unadmitted text."""
-        action = now.resolver.unresolved(proposal.top, now.view)
-        if action != proposal.top:
-            log.info("step %d: no candidate resolved, falling back to '%s'", now.step, action)
-            return Decision(action, "fallback", f"{reason}; no candidate resolved: fallback {action}")
-        return Chosen.of(proposal.candidates[0], action).decision(reason)
-
-    def exhausted(self, reason: str, now: Timestep) -> Decision:
-        """Unreachable in this loop (every iteration acts); the resolver's harmless action."""
-        return Decision(now.resolver.unresolved(None, now.view), "fallback", reason)
-
-    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
-        """Sage's planned actions that are valid now."""
-        return planned
-
-    def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
-        """The failed steps Sage's prompt lists: every failure message of the episode so far."""
-        return [t for t in turns if is_failure(self.semantics, t.observation, self.markers)]
-
     def blocked(self, step: int, rule: Rule) -> Block | None:
         """Whether Sage may be called at this timestep (cooldown, consecutive-call limit)."""
         if self.cfg.max_consecutive_sage and self.consecutive_sage >= self.cfg.max_consecutive_sage:
@@ -180,6 +103,7 @@ class SwiftSageArbiter:
         return None
 
     def sage_called(self, step: int, result: StepResult) -> None:
+        """Count the call; the streaks restart."""
         self.sage_calls += 1
         self.last_sage_step = step
         self.consecutive_sage += 1
@@ -197,3 +121,14 @@ class SwiftSageArbiter:
             self.failure_streak + 1 if is_failure(self.semantics, result.observation, self.markers) else 0
         )
         return None
+
+
+def swiftsage_arbiter(
+    cfg: ControllerConfig, ctx: EpisodeContext, first: StepResult, markers: tuple[str, ...] | None
+) -> SwiftSageArbiter:
+    """One episode's SwiftSage arbiter (``arbiter.ArbiterFactory``)."""
+    return SwiftSageArbiter(cfg.escalation, ctx.semantics, markers)
+
+
+PROFILE = Profile(swiftsage_arbiter)
+"""SwiftSage's profile (``controller.loop: swiftsage``), as the registry in ``fastslow.build`` holds it."""

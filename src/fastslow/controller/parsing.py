@@ -260,11 +260,16 @@ def numbered_readable(actions: Iterable[str], semantics: WorldSemantics) -> list
     ]
 
 
-def plan_shape(prompt: str, max_tokens: int) -> ListShape:
-    """The planning reply: ``PLAN_ANSWERS`` lines, one answer each, numbered as the prompt numbers its
-    questions ("Answer n: " for the authors' profile, whose grounding prompt turns "Answer" into "Advice";
-    "n. " for SwiftSage's), each at most its share of ``max_tokens`` (estimated at
-    ``models.CHARS_PER_TOKEN``). Nothing parses this reply: the grounding prompt carries it."""
-    label = "Answer {n}: " if prompt == "authors" else "{n}. "
+PLAN_LABELS = {"swiftsage": "{n}. ", "authors": "Answer {n}: "}
+"""How each Sage prompt profile (``controller.sage.prompt``) numbers the planning reply's answers: as the
+prompt numbers its questions (the authors' grounding prompt turns "Answer" into "Advice")."""
+
+
+def plan_shape(label: str, max_tokens: int) -> ListShape:
+    """The planning reply: ``PLAN_ANSWERS`` lines, one answer each, numbered with ``label`` (a prompt
+    profile's name in ``PLAN_LABELS``, or the label itself, ``{n}`` the number), each at most its share of
+    ``max_tokens`` (estimated at ``models.CHARS_PER_TOKEN``). Nothing parses this reply: the grounding
+    prompt carries it."""
+    label = PLAN_LABELS.get(label, label)
     share = max(int(max_tokens * CHARS_PER_TOKEN / PLAN_ANSWERS) - len(label), 1)
     return ListShape(item=f"[^\\n]{{1,{share}}}", most=PLAN_ANSWERS, least=PLAN_ANSWERS, label=label)

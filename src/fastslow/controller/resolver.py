@@ -26,7 +26,7 @@ pass over the valid actions, not one per candidate.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal, Protocol
+from typing import Protocol
 
 from fastslow.controller.grounding import Grounder
 from fastslow.core.hooks import Candidate, StepView
@@ -85,6 +85,32 @@ def _grounder(valid: tuple[str, ...], semantics: WorldSemantics) -> Grounder:
     return grounder
 
 
+class Grounding(Protocol):
+    """How candidate text is mapped onto the state's valid actions (one per arbitration profile, chosen
+    when the episode's arbiter is made): the valid action ``text`` means in ``view``, or None."""
+
+    def __call__(self, text: str, view: IndexedView, cutoff: float) -> str | None: ...
+
+
+def fuzzy_grounding(text: str, view: IndexedView, cutoff: float) -> str | None:
+    """SwiftSage's grounding: exact, normalized and rewritten forms, then rapidfuzz at ``cutoff``."""
+    hit = view.grounder.ground(text, cutoff)
+    return hit.action if hit else None
+
+
+def authors_grounding(text: str, view: IndexedView, cutoff: float) -> str | None:
+    """The authors' grounding: their rewrites (``AuthorsProfile.rewrite``), then exact membership."""
+    result, profile = view.result, view.traj.semantics.authors
+    if profile is None:  # configuration checks refuse the authors' loop in such a world
+        raise UsageError(f"the authors' grounding does not exist for {view.traj.semantics.name}")
+    action = profile.rewrite(text, view.valid_set, result.look, result.inventory)
+    return action if action in view.valid_set else None
+
+
+GROUNDINGS: dict[str, Grounding] = {"fuzzy": fuzzy_grounding, "authors": authors_grounding}
+"""The groundings by name (``Arbiter.grounding``)."""
+
+
 class Resolver:
     """Grounding profile + the ``before_action`` hooks, behind one ``resolve`` call."""
 
@@ -94,12 +120,13 @@ class Resolver:
         checks: list[ActionCheck],
         *,
         fallback_when_unresolved: bool,
-        grounding: Literal["fuzzy", "authors"] = "fuzzy",
+        grounding: str | Grounding = "fuzzy",
     ) -> None:
         self.cutoff = cutoff
         self.checks = checks
-        self.grounding = grounding
-        """fuzzy: SwiftSage's grounding profile; authors: the authors' rewrites, then exact membership."""
+        self.grounding: Grounding = GROUNDINGS[grounding] if isinstance(grounding, str) else grounding
+        """The profile's grounding (``GROUNDINGS``: fuzzy, SwiftSage's; authors, the authors' rewrites
+        and exact membership; or a profile's own)."""
         self.fallback_when_unresolved = fallback_when_unresolved
         """True (SRM on): never send a text no check admitted; False: SwiftSage sends Swift's top text
         as written and lets ScienceWorld answer "No known action"."""
@@ -109,14 +136,7 @@ class Resolver:
 
     def ground(self, text: str, view: IndexedView) -> str | None:
         """The grounding alone (no hooks): the valid action ``text`` means, or None."""
-        if self.grounding == "authors":
-            result, profile = view.result, view.traj.semantics.authors
-            if profile is None:  # configuration checks refuse the authors' loop in such a world
-                raise UsageError(f"the authors' grounding does not exist for {view.traj.semantics.name}")
-            action = profile.rewrite(text, view.valid_set, result.look, result.inventory)
-            return action if action in view.valid_set else None
-        hit = view.grounder.ground(text, self.cutoff)
-        return hit.action if hit else None
+        return self.grounding(text, view, self.cutoff)
 
     def candidate(self, text: str, source: StepSource, view: IndexedView) -> Candidate:
         """``text`` grounded and through the ``before_action`` hooks (``action`` None: it cannot run)."""

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.grounding import Grounder
 from fastslow.controller.parsing import (
+    PLAN_LABELS,
     ParsedAction,
     PlanFormatError,
     authors_shape,
@@ -57,6 +58,7 @@ from fastslow.models import (
     call_model,
     estimate_tokens,
 )
+from fastslow.models.shape import ListShape
 from fastslow.templates import prompt_template
 
 log = logging.getLogger(__name__)
@@ -139,22 +141,49 @@ class SageOff:
         return self.inner.plan(request, sink)
 
 
-class Sage:
-    """Two-stage LLM planner over any ``ChatModel`` backend."""
+class SagePrompts(Protocol):
+    """One prompt profile of Sage (``controller.sage.prompt``, chosen once when Sage is built): the two
+    conversations of a round, the reader of the grounding reply, and the reply shapes constrained decoding
+    asks for (docs/controller.md, "Sage prompts" and "Constrained Sage and Critic")."""
 
-    def __init__(
-        self, model: ChatModel, cfg: SageRunConfig, *, max_actions: int = 5, cutoff: float = 75.0
-    ) -> None:
-        self.model = model
-        self.cfg = cfg
-        self.max_actions = max_actions
-        self.cutoff = cutoff
-        """Lowest rapidfuzz score at which a planned action counts as valid now."""
+    plan_label: str
+    """How the planning reply numbers its answers (``parsing.plan_shape``)."""
+    authors_only: bool
+    """It needs the world's ``AuthorsProfile`` (``WorldSemantics.authors``)."""
 
-    def messages(self, request: PlanRequest) -> list[Message]:
-        """The planning conversation (public so prompt size can be measured on a real state)."""
-        if self.cfg.prompt == "authors":
-            return [Message(role="user", content=self._authors_plan(request))]
+    def plan(self, request: PlanRequest) -> list[Message]:
+        """The planning conversation."""
+        ...
+
+    def ground(self, request: PlanRequest, plan_text: str) -> list[Message]:
+        """The grounding conversation after the planning reply ``plan_text``."""
+        ...
+
+    def parse(self, reply: str, traj: Trajectory) -> list[ParsedAction]:
+        """The actions of a grounding reply, as written."""
+        ...
+
+    def ground_shape(self, traj: Trajectory) -> ListShape:
+        """The grounding reply's shape (``constrain: format``)."""
+        ...
+
+    def readable(self, admitted: Sequence[str], traj: Trajectory) -> list[str]:
+        """The ``admitted`` valid actions written as the reader reads them (``constrain: valid``)."""
+        ...
+
+
+class SwiftSagePrompts:
+    """SwiftSage's prompts (``prompt: swiftsage``): a system message with the action forms, the five
+    questions over the last ``history_turns`` steps, a grounding call for numbered actions read leniently
+    (``parsing.parse_actions``)."""
+
+    plan_label = PLAN_LABELS["swiftsage"]
+    authors_only = False
+
+    def __init__(self, cfg: SageRunConfig, max_actions: int) -> None:
+        self.cfg, self.max_actions = cfg, max_actions
+
+    def plan(self, request: PlanRequest) -> list[Message]:
         traj, cfg = request.traj, self.cfg
         here = traj.room
         other_looks = [
@@ -197,9 +226,7 @@ class Sage:
             raise SagePromptError(f"no demo for task {traj.task_id} of {traj.semantics.name}")
         return {"game": traj.task_name, "task": demos[0].task, "lines": list(demos[0].lines)}
 
-    def _ground_messages(self, request: PlanRequest, plan_text: str) -> list[Message]:
-        if self.cfg.prompt == "authors":
-            return [Message(role="user", content=self._authors_ground(request, plan_text))]
+    def ground(self, request: PlanRequest, plan_text: str) -> list[Message]:
         traj = request.traj
         last = traj.turns[-1] if traj.turns else None
         user = render(
@@ -217,6 +244,37 @@ class Sage:
         )
         system = render("sage_system.j2", world=traj.semantics.prompt_facts)
         return [Message(role="system", content=system), Message(role="user", content=user)]
+
+    def parse(self, reply: str, traj: Trajectory) -> list[ParsedAction]:
+        return parse_actions(reply, traj.semantics)
+
+    def ground_shape(self, traj: Trajectory) -> ListShape:
+        return numbered_shape(self.max_actions, traj.semantics)
+
+    def readable(self, admitted: Sequence[str], traj: Trajectory) -> list[str]:
+        return numbered_readable(admitted, traj.semantics)
+
+
+class Sage:
+    """Two-stage LLM planner over any ``ChatModel`` backend."""
+
+    def __init__(
+        self, model: ChatModel, cfg: SageRunConfig, *, max_actions: int = 5, cutoff: float = 75.0
+    ) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.max_actions = max_actions
+        self.cutoff = cutoff
+        """Lowest rapidfuzz score at which a planned action counts as valid now."""
+        self.prompts: SagePrompts = PROMPTS[cfg.prompt](cfg, max_actions)
+        """The prompt profile (``controller.sage.prompt``), chosen here once."""
+
+    def messages(self, request: PlanRequest) -> list[Message]:
+        """The planning conversation (public so prompt size can be measured on a real state)."""
+        return self.prompts.plan(request)
+
+    def _ground_messages(self, request: PlanRequest, plan_text: str) -> list[Message]:
+        return self.prompts.ground(request, plan_text)
 
     def plan(self, request: PlanRequest, sink: EventSink) -> SagePlan:
         calls, latency, tokens = 0, 0.0, []
@@ -300,7 +358,7 @@ class Sage:
         shape (``parsing.plan_shape``)."""
         if self.cfg.constrain == "none":
             return None
-        return plan_shape(self.cfg.prompt, self.cfg.plan_max_tokens).constraint()
+        return plan_shape(self.prompts.plan_label, self.cfg.plan_max_tokens).constraint()
 
     def ground_constraint(self, traj: Trajectory, ground: Callable[[str], str | None]) -> Constraint | None:
         """The grounding call's constraint in ``traj``'s state: None with ``constrain: none``; the shape
@@ -310,27 +368,57 @@ class Sage:
         cfg = self.cfg
         if cfg.constrain == "none":
             return None
-        authors = cfg.prompt == "authors"
-        if authors:
-            profile = _profile(traj)
-            shape = authors_shape(cfg.parse_lines, profile)
-        else:
-            shape = numbered_shape(self.max_actions, traj.semantics)
+        shape = self.prompts.ground_shape(traj)
         if cfg.constrain == "format":
             return shape.constraint()
         admitted = [a for a in traj.current.valid_actions if ground(a) is not None]
-        if authors:
-            options = list(profile.func_forms(admitted).values())
-        else:
-            options = numbered_readable(admitted, traj.semantics)
+        options = self.prompts.readable(admitted, traj)
         return shape.constraint(options) if options else shape.constraint()
 
     def _parse(self, reply: str, traj: Trajectory) -> list[ParsedAction]:
-        if self.cfg.prompt == "authors":
-            return parse_authors(reply, traj.semantics, self.cfg.parse_lines)
-        return parse_actions(reply, traj.semantics)
+        return self.prompts.parse(reply, traj)
 
-    # -- the authors' profile ------------------------------------------------------------------------
+    def _usable(
+        self, parsed: Sequence[ParsedAction], ground: Callable[[str], str | None]
+    ) -> list[ParsedAction]:
+        """The parsed actions, as written, if at least one of them is valid now; else [] (retry).
+
+        They stay as Sage wrote them: the controller's resolver grounds each one when the buffer
+        reaches it (a plan's later actions only become valid after its earlier ones ran, ``pick up X``
+        after ``teleport to`` X's room), and SRM's Gate-1 must judge the text Sage proposed."""
+        return list(parsed) if any(ground(item.action) is not None for item in parsed) else []
+
+
+class AuthorsPrompts:
+    """The paper authors' prompts (``prompt: authors``; docs/fidelity.md P1-P11): one user message per
+    call with demo trajectories of the task, their cleaned history ("lite" when long), the looks of
+    other visited rooms, what was focused on, Swift's valid top prediction as "instinct", the failure
+    messages since Sage last ran and the task's focus whitelist; a grounding reply in FUNC(args) form of
+    which the first ``parse_lines`` lines are read (``parsing.parse_authors``). A prompt over
+    ``prompt_budget_tokens`` is clipped (history, then demos)."""
+
+    plan_label = PLAN_LABELS["authors"]
+    authors_only = True
+    """It reads the world's ``AuthorsProfile`` (configuration checks refuse it in a world without one)."""
+
+    def __init__(self, cfg: SageRunConfig, max_actions: int) -> None:
+        self.cfg = cfg
+
+    def plan(self, request: PlanRequest) -> list[Message]:
+        return [Message(role="user", content=self._authors_plan(request))]
+
+    def ground(self, request: PlanRequest, plan_text: str) -> list[Message]:
+        return [Message(role="user", content=self._authors_ground(request, plan_text))]
+
+    def parse(self, reply: str, traj: Trajectory) -> list[ParsedAction]:
+        return parse_authors(reply, traj.semantics, self.cfg.parse_lines)
+
+    def ground_shape(self, traj: Trajectory) -> ListShape:
+        return authors_shape(self.cfg.parse_lines, _profile(traj))
+
+    def readable(self, admitted: Sequence[str], traj: Trajectory) -> list[str]:
+        return list(_profile(traj).func_forms(admitted).values())
+
     def _demos(self, traj: Trajectory) -> tuple[Demo, ...]:
         demos = _profile(traj).demos(traj.task_id)
         if not demos:
@@ -445,15 +533,12 @@ class Sage:
             whitelist=content.focus_whitelist(_task(traj)),
         )
 
-    def _usable(
-        self, parsed: Sequence[ParsedAction], ground: Callable[[str], str | None]
-    ) -> list[ParsedAction]:
-        """The parsed actions, as written, if at least one of them is valid now; else [] (retry).
 
-        They stay as Sage wrote them: the controller's resolver grounds each one when the buffer
-        reaches it (a plan's later actions only become valid after its earlier ones ran, ``pick up X``
-        after ``teleport to`` X's room), and SRM's Gate-1 must judge the text Sage proposed."""
-        return list(parsed) if any(ground(item.action) is not None for item in parsed) else []
+PROMPTS: dict[str, type[SwiftSagePrompts] | type[AuthorsPrompts]] = {
+    "swiftsage": SwiftSagePrompts,
+    "authors": AuthorsPrompts,
+}
+"""The prompt profiles by ``controller.sage.prompt``."""
 
 
 def _own_grounding(traj: Trajectory, cutoff: float) -> Callable[[str], str | None]:

@@ -41,10 +41,8 @@ from fastslow.memory.records import MemoryRecord, Tag
 from fastslow.memory.retrieval import MemoryRetriever, dedup_key, writer_name
 from fastslow.memory.salience import (
     STORE_ERROR,
+    TAGGINGS,
     MemoryWriter,
-    best_score_before,
-    classify,
-    classify_authors,
     is_invalid_feedback,
 )
 from fastslow.memory.stores import BulkStore, MemoryStore, MemoryStoreError
@@ -63,7 +61,7 @@ ALL_TAGS: tuple[Tag, ...] = ("success", "near-miss", "avoidance")
 AVOIDANCE: tuple[Tag, ...] = ("avoidance",)
 
 T1_EXEMPT_FORCING = frozenset({"focus_before_sage"})
-"""Forcing rules (``controller.escalation.Rule`` values) on which T1 does not fire even with
+"""Forcing rules (``controller.arbiter.Rule`` values) on which T1 does not fire even with
 ``t1_on_forced``: the authors' loop passes its forcing reason to skip T1 when their focus gate forced Sage."""
 CRITIC_REFUSALS: tuple[str, ...] = (
     "no known action matches",
@@ -152,14 +150,7 @@ def progressed(
     restarts ``t2_at``'s count (the authors' working memory resets its cycles without progress when it
     writes one, and counts every other step, avoidance included). Whether the record was stored (the
     per-episode dedup, frozen mode) does not matter: the gate's verdict does."""
-    if cfg.tagging == "authors":
-        if prev.done:
-            return False
-        salience = classify_authors(
-            traj.semantics, action, result, best_score_before(traj, result.steps), cfg
-        )
-    else:
-        salience = classify(traj.semantics, action, prev, result, cfg)
+    salience = TAGGINGS[cfg.tagging].judge(traj, action, prev, result, cfg)
     return salience is not None and salience.tag != "avoidance"
 
 

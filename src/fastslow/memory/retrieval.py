@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from fastslow.core.trajectory import Trajectory
@@ -182,6 +182,13 @@ def dedup_key(record: MemoryRecord) -> tuple[str, str]:
     return (record.action.strip().lower(), " ".join(record.observation.lower().split())[:80])
 
 
+QUERIES: dict[str, Callable[[Trajectory, str, str], str]] = {
+    "state": lambda traj, trigger, rung: state_query(traj),
+    "authors": authors_query,
+}
+"""The search texts by ``amm.retrieval.query``: (trajectory, trigger, rung) -> query."""
+
+
 class MemoryRetriever:
     """Searches the store when a trigger fires and logs a ``MemoryRetrieval`` event."""
 
@@ -222,7 +229,7 @@ class MemoryRetriever:
         """
         start = time.perf_counter()
         if query is None:
-            query = authors_query(traj, trigger, rung) if self.cfg.query == "authors" else state_query(traj)
+            query = QUERIES[self.cfg.query](traj, trigger, rung)
         use_filter = self.cfg.filter_tags if filter_tags is None else filter_tags
         wanted = tags if use_filter else None
         found: list[MemoryRecord] = []

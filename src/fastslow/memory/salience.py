@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from fastslow.core.semantics import AVOIDANCE_FEEDBACK, WorldSemantics
 from fastslow.core.step import StepResult
@@ -164,8 +165,20 @@ def build_record(
     """A compact record of the transition; recent context excludes the step being recorded. ``world``:
     the run's (``env.world``), whose task table gives the record's ``task_family``."""
     family = get_world(world).family(traj.task_id)
-    if cfg.tagging == "authors":
-        return _authors_record(traj, action, result, salience, episode_id, family)
+    return TAGGINGS[cfg.tagging].record(traj, action, prev, result, salience, episode_id, cfg, family)
+
+
+def _fastslow_record(
+    traj: Trajectory,
+    action: str,
+    prev: StepResult,
+    result: StepResult,
+    salience: Salience,
+    episode_id: str,
+    cfg: SalienceConfig,
+    family: str,
+) -> MemoryRecord:
+    """This project's record: state before the step, the observation clipped, the last valid turns."""
     # Invalid no-op steps changed nothing: they are not part of the path that led here.
     earlier = [
         t
@@ -232,6 +245,69 @@ def _authors_record(
     )
 
 
+class Tagging(Protocol):
+    """A salience gate with its record shape (``amm.salience.tagging``; paper §3.1, the write hook)."""
+
+    def judge(
+        self, traj: Trajectory, action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig
+    ) -> Salience | None:
+        """The record type of the transition ``prev`` -> ``result`` by ``action``; None: not stored."""
+        ...
+
+    def record(
+        self,
+        traj: Trajectory,
+        action: str,
+        prev: StepResult,
+        result: StepResult,
+        salience: Salience,
+        episode_id: str,
+        cfg: SalienceConfig,
+        family: str,
+    ) -> MemoryRecord:
+        """The record of a transition the gate kept (``family``: the task's, from the world)."""
+        ...
+
+
+class FastslowTagging:
+    """This project's gate (``classify``) and record (``tagging: fastslow``)."""
+
+    def judge(
+        self, traj: Trajectory, action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig
+    ) -> Salience | None:
+        return classify(traj.semantics, action, prev, result, cfg)
+
+    record = staticmethod(_fastslow_record)
+
+
+class AuthorsTagging:
+    """The authors' gate (``classify_authors``) and record shape (``tagging: authors``)."""
+
+    def judge(
+        self, traj: Trajectory, action: str, prev: StepResult, result: StepResult, cfg: SalienceConfig
+    ) -> Salience | None:
+        if prev.done:  # the authors' loop stops at the end: nothing after it is a transition
+            return None
+        return classify_authors(traj.semantics, action, result, best_score_before(traj, result.steps), cfg)
+
+    def record(
+        self,
+        traj: Trajectory,
+        action: str,
+        prev: StepResult,
+        result: StepResult,
+        salience: Salience,
+        episode_id: str,
+        cfg: SalienceConfig,
+        family: str,
+    ) -> MemoryRecord:
+        return _authors_record(traj, action, result, salience, episode_id, family)
+
+
+TAGGINGS: dict[str, Tagging] = {"fastslow": FastslowTagging(), "authors": AuthorsTagging()}
+"""The salience gates by ``amm.salience.tagging``."""
+
+
 class MemoryWriter:
     """The write hook of one episode. ``writable=False`` is the frozen mode after warm-up; ``world``: the
     run's (``env.world``), whose task table gives a record's family."""
@@ -251,6 +327,8 @@ class MemoryWriter:
         self.episode_id = episode_id
         self.writable = writable
         self.world = world
+        self.tagging = TAGGINGS[cfg.tagging]
+        """The salience gate and record shape (``amm.salience.tagging``), chosen here once."""
         self._seen: set[tuple[str, str, str]] = set()
 
     def after_step(
@@ -259,13 +337,7 @@ class MemoryWriter:
         """Store the transition if it is salient; returns the stored record (None if nothing was stored)."""
         if not self.writable:
             return None
-        if self.cfg.tagging == "authors":
-            if prev.done:  # the authors' loop stops at the end: nothing after it is a transition
-                return None
-            best = best_score_before(traj, result.steps)
-            salience = classify_authors(traj.semantics, action, result, best, self.cfg)
-        else:
-            salience = classify(traj.semantics, action, prev, result, self.cfg)
+        salience = self.tagging.judge(traj, action, prev, result, self.cfg)
         if salience is None:
             return None
         key = (salience.tag, salience.subtag, action.strip().lower())

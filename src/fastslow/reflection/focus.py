@@ -23,6 +23,9 @@ focus to count: no targets, no confirmed foci, and a budget of 1 (or the judge's
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 from fastslow.core.focus import FocusJudge
 from fastslow.core.semantics import WorldSemantics
 from fastslow.core.trajectory import Trajectory
@@ -57,13 +60,50 @@ def focus_usage(
     rules, verb = traj.semantics.commitment, traj.semantics.commitment_verb
     if rules is None or verb is None:
         return 0, 0 if limit is None else limit
-    if budget == "authors":
-        used = sum(1 for turn in traj.turns if turn.action.lower().startswith(verb + " "))
-        allowed = rules.authors_budget(traj.task_id)
-    else:
-        used = len(focused_targets(traj))
-        allowed = focus_limit_for(traj.semantics, traj.task_name, traj.task_description, judge)
+    used, allowed = FOCUS_BUDGETS[budget].usage(traj, verb, rules.authors_budget, judge)
     return used, allowed if limit is None else limit
+
+
+class FocusBudget(Protocol):
+    """Where Gate-1's focus budget comes from (``srm.gate.focus_budget``; paper §3.2)."""
+
+    checked_first: bool
+    """The budget is checked before every other focus rule (the authors': every focus sent counts)."""
+
+    def usage(
+        self, traj: Trajectory, verb: str, authors_budget: Callable[[int], int], judge: FocusJudge | None
+    ) -> tuple[int, int]:
+        """(focus actions used, focus actions allowed) in ``traj`` (``verb``: the world's commitment;
+        ``authors_budget``: the world's per-task count by the authors' table)."""
+        ...
+
+
+class GoldBudget:
+    """The confirmed distinct targets against ``focus_limit_for`` (``focus_budget: gold``)."""
+
+    checked_first = False
+
+    def usage(
+        self, traj: Trajectory, verb: str, authors_budget: Callable[[int], int], judge: FocusJudge | None
+    ) -> tuple[int, int]:
+        allowed = focus_limit_for(traj.semantics, traj.task_name, traj.task_description, judge)
+        return len(focused_targets(traj)), allowed
+
+
+class AuthorsBudget:
+    """Every executed focus action against the authors' per-task count (``focus_budget: authors``)."""
+
+    checked_first = True
+
+    def usage(
+        self, traj: Trajectory, verb: str, authors_budget: Callable[[int], int], judge: FocusJudge | None
+    ) -> tuple[int, int]:
+        used = sum(1 for turn in traj.turns if turn.action.lower().startswith(verb + " "))
+        return used, authors_budget(traj.task_id)
+
+
+FOCUS_BUDGETS: dict[str, FocusBudget] = {"gold": GoldBudget(), "authors": AuthorsBudget()}
+"""The focus budgets by ``srm.gate.focus_budget``."""
 
 
 def focused_targets(traj: Trajectory) -> set[str]:

@@ -31,6 +31,7 @@ from fastslow.core.trajectory import Trajectory
 from fastslow.events import EventSink, GateDecision, GateOutcome
 from fastslow.reflection.config import GateConfig
 from fastslow.reflection.focus import (
+    FOCUS_BUDGETS,
     confirmed_foci,
     focus_limit_for,
     focus_usage,
@@ -274,9 +275,9 @@ class Gate1:
         limit = constraints.focus_limit
         if limit is None:
             limit = self.config.focus_limit
-        if self.config.focus_budget == "authors":
+        if FOCUS_BUDGETS[self.config.focus_budget].checked_first:
             # The authors check their focus cap before anything else: every focus sent counts.
-            used, limit = focus_usage(traj, "authors", limit)
+            used, limit = focus_usage(traj, self.config.focus_budget, limit)
             if used >= limit:
                 raise _Drop("focus_limit", f"{used} of {limit} focus actions used")
         cur = traj.current

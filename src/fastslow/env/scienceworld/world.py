@@ -67,6 +67,10 @@ the task names, open containers, look, operate devices, move things). Left out: 
 look around and inventory change nothing."""
 
 
+VALID_FILTERS: dict[str, Callable[[Env], Env]] = {"none": lambda env: env, "authors": ValidFilter}
+"""The valid-action views by ``env.valid_filter``: ScienceWorld's own list, or the authors' filter."""
+
+
 class ScienceWorldEvidence:
     """ScienceWorld's readers of evidence (``WorldEvidence``): its judgement tasks' "If ..." sentences,
     thermometer readings, device states and container listings (``fastslow.env.scienceworld.semantics``)."""
@@ -345,7 +349,7 @@ class ScienceWorld:
 
     def wrap(self, env: Env, settings: EnvConfig) -> Env:
         """The authors' valid-action filter (``wrappers.ValidFilter``) with ``env.valid_filter: authors``."""
-        return ValidFilter(env) if settings.valid_filter == "authors" else env
+        return VALID_FILTERS[settings.valid_filter](env)
 
     def tasks(self) -> tuple[TaskInfo, ...]:
         return all_tasks()
