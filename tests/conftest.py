@@ -64,6 +64,7 @@ SHARED_FIXTURE_MODULES = frozenset(
         "tests/swift/test_rerank.py",  # six gold replays and two fits, ~20 s
         "tests/memory/test_t1_weights.py",  # six gold replays, a fit and a store, ~10 s
         "tests/test_fork.py",  # a five-episode run and its forks, ~35 s
+        "tests/test_fork_trials.py",  # a two-trial Reflexion run with the embedded model, ~20 s
         "tests/test_one_episode_log.py",  # a two-episode oracle run, ~20 s
         "tests/test_attribute_safety.py",  # a parent run and a clean attribution of it, ~40 s
         "tests/test_stream.py",  # three stream runs (one with a warm-up), ~40 s

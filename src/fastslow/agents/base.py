@@ -75,6 +75,8 @@ class Trials(Protocol):
     ``next_trial(end, result)``: True resets the env to the same variation and calls ``reset`` again
     (the agent keeps what it carries across trials), False ends the episode with this trial's outcome.
     The runner logs a ``TrialEnd`` event after every trial; ``env_step`` events number on across trials.
-    ``EpisodeContext.sink`` is the same for every trial, so calls made here are in the episode's log."""
+    ``EpisodeContext.sink`` is the same for every trial, so calls made here are in the episode's log.
+    A fork's replay (``eval.replay``) plays trials the same way and checks each end of a trial inside
+    its prefix against the parent's ``TrialEnd``; ``next_trial`` is asked there as in any run."""
 
     def next_trial(self, end: EndState, result: StepResult) -> bool: ...

@@ -5,7 +5,9 @@ a fresh environment: steps 1..K-1 execute the parent's logged actions, each chec
 (``eval/replay.py``: action, observation, score, reward, moves, end, number of valid actions; a
 mismatch ends the fork with a line naming the step and the field), while the fork's agent is asked at
 every one of them, so its hooks build their state from the prefix as they would have; from step K the
-agent plays on its own to the end. Without ``--config`` the fork plays the parent's own resolved
+agent plays on its own to the end. Steps number on across the trials of an agent that plays several
+(Reflexion): K counts every trial's steps, and the ends of trials inside the prefix are replayed and
+checked too (``eval/replay.py``). Without ``--config`` the fork plays the parent's own resolved
 configuration (the control: under ScienceWorld's determinism it repeats the parent).
 
 AMM: the fork plays on a copy of the parent's SQLite store as it was at step K: records created after
@@ -52,7 +54,16 @@ from fastslow.eval.rundir import (
     write_json,
 )
 from fastslow.eval.runner import EpisodeOutcome, run_episode
-from fastslow.events import EnvStep, EpisodeEnd, EpisodeStart, ForkOrigin, JsonlWriter, read_events
+from fastslow.events import (
+    EndState,
+    EnvStep,
+    EpisodeEnd,
+    EpisodeStart,
+    ForkOrigin,
+    JsonlWriter,
+    TrialEnd,
+    read_events,
+)
 from fastslow.manifest import BOOKKEEPING
 from fastslow.models.cache import CACHE_FILE
 
@@ -66,6 +77,9 @@ class Parent:
     start: EpisodeStart
     steps: list[EnvStep]
     result: EpisodeResult
+    trials: tuple[TrialEnd, ...] = ()
+    """Its ``trial_end`` events (an agent that plays trials, ``agents.base.Trials``; none for any
+    other): its ``env_step`` events number on across the trials."""
 
     @property
     def config(self) -> RunConfig:
@@ -85,6 +99,12 @@ class Parent:
     @property
     def memory_key(self) -> str:
         return f"{self.record.run_id}/{self.start.episode_id}"
+
+    def position(self, step: int) -> tuple[int, int]:
+        """The parent's trial of env step ``step`` (from 1) and the step's number within that trial
+        (``(1, step)`` for an agent without trials)."""
+        ended = [t for t in self.trials if t.next and t.step < step]
+        return len(ended) + 1, step - (ended[-1].step if ended else 0)
 
 
 def read_parent(run_dir: Path, episode_id: str) -> Parent:
@@ -107,7 +127,8 @@ def read_parent(run_dir: Path, episode_id: str) -> Parent:
     steps = [e for e in events if isinstance(e, EnvStep)]
     if [s.step for s in steps] != list(range(1, len(steps) + 1)):
         raise UsageError(f"cannot fork {log}: its env_step events are not steps 1..{len(steps)}")
-    return Parent(run_dir, record, events[0], steps, result)
+    trials = tuple(e for e in events if isinstance(e, TrialEnd))
+    return Parent(run_dir, record, events[0], steps, result, trials)
 
 
 def fork_config(parent: Parent, name: str | None, overrides: list[str] | None = None) -> RunConfig:
@@ -170,11 +191,26 @@ def check_fork(parent: Parent, at: int, config: RunConfig) -> None:
             f"env.world {config.env.world} is not the parent's ({parent.start.world}): its episode "
             f"{parent.start.episode_id} is another world's"
         )
-    limit = get_world(config.env.world).step_limit(parent.start.task_id, config.env.step_limit)
-    if limit < at:
+    world = get_world(config.env.world)
+    limit = world.step_limit(parent.start.task_id, config.env.step_limit)
+    trial, own = parent.position(at)
+    if limit < own:
+        where = f" (step {own} of the parent's trial {trial})" if trial > 1 else ""
         raise UsageError(
-            f"--at {at} is past the fork's env.step_limit ({limit}): it would stop before its first own step"
+            f"--at {at}{where} is past the fork's env.step_limit ({limit}): it would stop before its "
+            "first own step"
         )
+    parents_limit = world.step_limit(parent.start.task_id, parent.config.env.step_limit)
+    for ended in parent.trials:
+        # a trial the fork replays to its end must end where the parent's did (the step limit counts
+        # each trial's steps); one ending with step K-1 ends in the fork's own play
+        replayed = ended.next and ended.step < at - 1
+        if replayed and (limit < ended.steps or (ended.end == EndState.STEP_LIMIT and limit != ended.steps)):
+            raise UsageError(
+                f"env.step_limit {limit} would not end the parent's trial {ended.trial} where it ended "
+                f"(after {ended.steps} steps, {ended.end.value}), and the fork replays it: use the "
+                f"parent's (-o env.step_limit={parents_limit})"
+            )
     if config.env.simplification != parent.config.env.simplification:
         raise UsageError(
             f"env.simplification {config.env.simplification!r} is not the parent's "
@@ -311,7 +347,7 @@ def fork_episode(
             config_name=parent.start.config_name,
             at=at,
         )
-        replay = Replay(origin, parent.steps[: at - 1], parent.start.task_description)
+        replay = Replay(origin, parent.steps[: at - 1], parent.start.task_description, parent.trials)
         episode = Episode(parent.start.task_id, parent.start.variation, parent.start.seed)
         if episode.seed is not None:
             placed = placed.with_seed(episode.seed)  # the parent's own config already is: a no-op

@@ -150,7 +150,9 @@ def run_episode(
     An agent that plays trials (``agents.base.Trials``: Reflexion) is asked after each trial whether
     to play another; if so the env is reset to the same variation (the step limit counts each trial's
     steps), a ``trial_end`` event separates the trials, ``env_step`` events number on across them, and
-    ``episode_end`` carries the last trial's end and score with the env steps of all trials."""
+    ``episode_end`` carries the last trial's end and score with the env steps of all trials. Under a
+    ``replay`` the trials are played the same way, the env reset and ``next_trial`` asked at each end of
+    a trial; the ends inside the replayed prefix are checked against the parent's (``Replay.trial_end``)."""
     start = time.perf_counter()
     tap = _WarningTap(sink)
     sink = tap
@@ -213,19 +215,22 @@ def run_episode(
             except EarlyStop as exc:
                 end, error = EndState.EARLY_STOP, str(exc)
             if not isinstance(agent, Trials):
+                if replay is not None:
+                    replay.one_trial(before + result.steps)
                 break
             # Reflexion's trials (agents.base.Trials): the same variation again, steps numbered on.
             more = agent.next_trial(end, result)
-            sink.emit(
-                TrialEnd(
-                    step=before + result.steps,
-                    trial=trial,
-                    end=end,
-                    score=result.score,
-                    steps=result.steps,
-                    next=more,
-                )
+            ended = TrialEnd(
+                step=before + result.steps,
+                trial=trial,
+                end=end,
+                score=result.score,
+                steps=result.steps,
+                next=more,
             )
+            sink.emit(ended)
+            if replay is not None:
+                replay.trial_end(ended)
             if not more:
                 break
             trial, before, error = trial + 1, before + result.steps, None
