@@ -214,9 +214,9 @@ class Arbiter(Protocol):
 
     Per loop iteration ``start_iteration`` (whether a forcing rule holds); after the buffer and Swift's
     proposal (``swift_failed`` is asked by the proposal hooks) ``swift_choice`` and ``arbitrate`` (the
-    verdict); after a Sage round ``sage_planned`` and, when nothing it planned runs, ``sage_missed``; when
-    the iterations run out ``exhausted``; after the env step ``executed``. ``ArbiterBase`` answers every
-    one as SwiftSage does."""
+    verdict); on an escalation Sage's request lists ``failures_for_prompt``, after the round
+    ``sage_planned`` and, when nothing it planned runs, ``sage_missed``; when the iterations run out
+    ``exhausted``; after the env step ``executed``. ``ArbiterBase`` answers every one as SwiftSage does."""
 
     grounding: str | Grounding
     """How candidate text is grounded onto the valid actions, read once per episode by the resolver (a
