@@ -17,8 +17,9 @@ from fastslow.agents import Agent, OracleAgent
 from fastslow.config import BUILTIN_AGENTS, Intervention, RunConfig
 from fastslow.controller import authors, escalation
 from fastslow.controller.arbiter import Profile
+from fastslow.controller.authors_sage import AuthorsPrompts
 from fastslow.controller.controller import SwiftSageAgent
-from fastslow.controller.sage import PROMPTS, Planner, Sage, SageOff
+from fastslow.controller.sage import PROMPTS, Planner, Sage, SageOff, SwiftSagePrompts
 from fastslow.core.focus import FocusJudge
 from fastslow.core.hooks import LoopHook, SwitchedOff, SwitchPoint
 from fastslow.core.procedures import TaskProcedures
@@ -48,6 +49,14 @@ PROFILES: dict[str, Profile] = {"swiftsage": escalation.PROFILE, "authors": auth
 """The arbitration profiles by ``controller.loop`` name (paper §3; docs/controller.md). A profile kept
 outside this list is named by its import path instead (``controller.loop: package.module:PROFILE``), so a
 third profile is one module and one configuration file."""
+
+SAGE_PROMPTS: dict[str, type[SwiftSagePrompts] | type[AuthorsPrompts]] = {
+    **PROMPTS,
+    "authors": AuthorsPrompts,
+}
+"""Sage's prompt profiles by ``controller.sage.prompt`` (a ``sage.SagePrompts`` class each): SwiftSage's,
+and the paper authors' (``controller.authors_sage``, beside their arbitration profile). Picked here once
+and handed to ``sage.Sage``."""
 
 
 def profile(loop: str) -> Profile:
@@ -185,7 +194,7 @@ def check_world(config: RunConfig) -> None:
         return
     asked = {
         f"controller.loop: {ctl.loop}": profile(ctl.loop).authors_only,
-        f"controller.sage.prompt: {ctl.sage.prompt}": PROMPTS[ctl.sage.prompt].authors_only,
+        f"controller.sage.prompt: {ctl.sage.prompt}": SAGE_PROMPTS[ctl.sage.prompt].authors_only,
         "controller.buffer.expected_alias": ctl.buffer.expected_alias,
         "controller.buffer.defer_unseen_focus": ctl.buffer.defer_unseen_focus,
     }
@@ -259,6 +268,7 @@ def build_swiftsage(
             ctl.sage,
             max_actions=ctl.buffer.size,
             cutoff=ctl.ground_cutoff,
+            prompts=SAGE_PROMPTS[ctl.sage.prompt],
         )
         if sage_model is not None and ctl.sage_enabled
         else None

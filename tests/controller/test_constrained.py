@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from fastslow.build import check_models, constrained_models
+from fastslow.build import SAGE_PROMPTS, check_models, constrained_models
 from fastslow.config import builtin_config_names, load_config
+from fastslow.controller.authors import authors_grounding
 from fastslow.controller.config import SageRunConfig
 from fastslow.controller.parsing import (
     authors_shape,
@@ -224,7 +225,8 @@ def scripted_round(traj: Trajectory, cfg: SageRunConfig) -> list[ModelCall]:
     forms = func_forms(traj.current.valid_actions)
     reply = f"Action 1: {forms['look around']} --> You see the kitchen."
     sink = ListSink()
-    Sage(ScriptedModel(["Answer 1: a\nAnswer 2: b\nAnswer 3: c\nAnswer 4: d\nAnswer 5: e", reply]), cfg).plan(
+    replies = ["Answer 1: a\nAnswer 2: b\nAnswer 3: c\nAnswer 4: d\nAnswer 5: e", reply]
+    Sage(ScriptedModel(replies), cfg, prompts=SAGE_PROMPTS[cfg.prompt]).plan(
         PlanRequest(traj, traj.current.steps), sink
     )
     return [e for e in sink.events if isinstance(e, ModelCall)]
@@ -251,7 +253,10 @@ def local() -> Iterator[Any]:
 
 PROFILES = {
     "swiftsage": (SageRunConfig(history_turns=0, swift_candidates=0, ground_max_tokens=24), "fuzzy"),
-    "authors": (AUTHORS.model_copy(update={"prompt_budget_tokens": 1, "ground_max_tokens": 40}), "authors"),
+    "authors": (
+        AUTHORS.model_copy(update={"prompt_budget_tokens": 1, "ground_max_tokens": 40}),
+        authors_grounding,
+    ),
 }
 
 
@@ -268,7 +273,7 @@ def test_a_valid_round_of_the_embedded_model_plans_actions_the_resolver_admits(
     resolver = Resolver(80, [], fallback_when_unresolved=False, grounding=grounding)  # type: ignore[arg-type]
     view = IndexedView(hallway.current, hallway)
     sink = ListSink()
-    plan = Sage(local, cfg).plan(
+    plan = Sage(local, cfg, prompts=SAGE_PROMPTS[cfg.prompt]).plan(
         PlanRequest(hallway, hallway.current.steps, ground=lambda t: resolver.ground(t, view)), sink
     )
     calls = [e for e in sink.events if isinstance(e, ModelCall)]

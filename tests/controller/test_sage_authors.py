@@ -32,9 +32,10 @@ import pytest
 from controller.helpers import ScriptedSwift, is_plan_prompt, sage_replies
 from fastslow.build import build_swiftsage
 from fastslow.config import AgentConfig, EnvConfig, RunConfig, load_config
+from fastslow.controller.authors_sage import AuthorsPrompts
 from fastslow.controller.config import ControllerConfig, SageRunConfig
 from fastslow.controller.parsing import PlanFormatError, parse_authors
-from fastslow.controller.sage import PlanRequest, Sage, estimate_tokens
+from fastslow.controller.sage import PlanRequest, Sage
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.episodes import Episode
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
@@ -46,6 +47,7 @@ from fastslow.env.scienceworld.world import SEMANTICS
 from fastslow.errors import UsageError
 from fastslow.eval.runner import run_episode
 from fastslow.events import ListSink
+from fastslow.models import estimate_tokens
 from fastslow.models.scripted import ScriptedModel
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -98,8 +100,10 @@ def state(env: ScienceWorldAdapter) -> State:
 def prompts(state: State, cfg: SageRunConfig = AUTHORS, **request: object) -> dict[str, str]:
     traj, failures = state
     req = PlanRequest(traj, traj.current.steps, failures, instinct=INSTINCT, **request)  # type: ignore[arg-type]
-    sage = Sage(ScriptedModel(["unused"]), cfg)
-    lite = Sage(ScriptedModel(["unused"]), cfg.model_copy(update={"lite_above_tokens": 0}))
+    sage = Sage(ScriptedModel(["unused"]), cfg, prompts=AuthorsPrompts)
+    lite = Sage(
+        ScriptedModel(["unused"]), cfg.model_copy(update={"lite_above_tokens": 0}), prompts=AuthorsPrompts
+    )
     return {
         "plan": sage.messages(req)[0]["content"],
         "plan_lite": lite.messages(req)[0]["content"],
@@ -134,7 +138,9 @@ def test_the_plan_prompt_has_the_authors_sections_in_their_order(state: State) -
     assert "A focus is only possible on these: substance." in text
     # One user message: the authors send no system message.
     traj, failures = state
-    messages = Sage(ScriptedModel(["x"]), AUTHORS).messages(PlanRequest(traj=traj, step=1, failures=failures))
+    messages = Sage(ScriptedModel(["x"]), AUTHORS, prompts=AuthorsPrompts).messages(
+        PlanRequest(traj=traj, step=1, failures=failures)
+    )
     assert [m["role"] for m in messages] == ["user"]
     assert "My first thought" not in messages[0]["content"]  # no instinct: no line
 
@@ -211,9 +217,11 @@ def test_a_round_reads_five_lines_and_is_not_retried(state: State) -> None:
     traj, failures = state
     lines = [f"Action {i}: OPEN(cupboard) --> open" for i in range(1, 8)]
     model = ScriptedModel(["plan", "\n".join(lines)])
-    plan = Sage(model, AUTHORS).plan(PlanRequest(traj=traj, step=18, failures=failures), ListSink())
+    plan = Sage(model, AUTHORS, prompts=AuthorsPrompts).plan(
+        PlanRequest(traj=traj, step=18, failures=failures), ListSink()
+    )
     assert plan.model_calls == 2 and not plan.retried and len(plan.parsed) == 5
-    sage = Sage(ScriptedModel(["plan", "I do not know."]), AUTHORS)
+    sage = Sage(ScriptedModel(["plan", "I do not know."]), AUTHORS, prompts=AuthorsPrompts)
     nothing = sage.plan(PlanRequest(traj=traj, step=18), ListSink())
     assert nothing.model_calls == 2 and not nothing.retried and nothing.parsed == () and nothing.error is None
 
@@ -222,10 +230,14 @@ def test_a_history_action_outside_the_grammar_ends_the_round(env: ScienceWorldAd
     traj, _ = play(env, TASK, VARIATION, ["teleport to kitchen", "inventory"])
     request = PlanRequest(traj=traj, step=2)
     strict = AUTHORS.model_copy(update={"strict_history": True})  # the public eval_utils' behaviour
-    plan = Sage(ScriptedModel(["plan", "Action 1: OPEN(cupboard)"]), strict).plan(request, ListSink())
+    plan = Sage(ScriptedModel(["plan", "Action 1: OPEN(cupboard)"]), strict, prompts=AuthorsPrompts).plan(
+        request, ListSink()
+    )
     assert plan.model_calls == 1 and plan.error and plan.error.startswith("HistoryGrammarError")
     # The paper configurations' default leaves the step out of the grounding history.
-    plan = Sage(ScriptedModel(["plan", "Action 1: OPEN(cupboard)"]), AUTHORS).plan(request, ListSink())
+    plan = Sage(ScriptedModel(["plan", "Action 1: OPEN(cupboard)"]), AUTHORS, prompts=AuthorsPrompts).plan(
+        request, ListSink()
+    )
     assert plan.error is None and [a.action for a in plan.parsed] == ["open cupboard"]
 
 

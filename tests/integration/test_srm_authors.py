@@ -15,6 +15,7 @@ from controller.helpers import Run, ScriptedSwift, sage_replies
 from fastslow.controller.arbiter import Chosen, Timestep
 from fastslow.controller.authors import AuthorsArbiter
 from fastslow.controller.config import EscalationConfig
+from fastslow.controller.sage import SagePlan
 from fastslow.env.scienceworld.authors import AUTHORS as SW_AUTHORS
 from fastslow.reflection.critic import Critic
 from fastslow.reflection.hook import SrmHook
@@ -230,25 +231,23 @@ def test_the_gate_drop_counters_and_the_loop_break_fallback(play_modules: Play) 
     agent, traj = run.agent, run.agent.traj
     assert traj is not None
     arbiter = AuthorsArbiter(EscalationConfig(), SW_AUTHORS, "focus on")
-    arbiter.begin(5)
-    arbiter.start_iteration(5)
+    arbiter.start_iteration(5, 0)
     assert arbiter.gate_dropped("focus on x", "GATE_INVALID:focus_limit", 5, sage_available=True) == "retry"
     assert arbiter.check("focus on x", 5) is None
     assert [(t.action, t.observation) for t in arbiter.failures] == [
         ("focus on x", "GATE_INVALID:focus_limit")
     ]
-    arbiter.iteration_without_step()
     arbiter.consecutive_sage = 2  # Sage's consecutive-call limit would hold it back...
     arbiter.forced_off_until = 9  # ... and so would a LoopGuard
-    arbiter.start_iteration(5)
+    arbiter.start_iteration(5, 1)
     assert not arbiter.forcing
     assert arbiter.gate_dropped("focus on x", "GATE_INVALID:focus_limit", 5, sage_available=True) == "sage"
-    arbiter.start_iteration(5)
+    arbiter.start_iteration(5, 2)
     forced = arbiter.check(None, 5)
     assert forced is not None and "gate-drop loop" in forced[1]
     assert arbiter.blocked(5, forced[0]) is None
-    arbiter.sage_called(5, traj.current)
-    arbiter.start_iteration(5)
+    arbiter.sage_planned(SagePlan(()), 5, traj.current)
+    arbiter.start_iteration(5, 3)
     assert (
         arbiter.gate_dropped("focus on x", "GATE_INVALID:focus_limit", 5, sage_available=True) == "fallback"
     )

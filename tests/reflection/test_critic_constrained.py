@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from fastslow.controller.authors import authors_grounding
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.core.trajectory import Trajectory
 from fastslow.env.scienceworld.adapter import ScienceWorldAdapter
@@ -106,6 +107,6 @@ def test_a_valid_answer_of_the_embedded_model_is_kept_and_admitted(local: Any, s
     (call,) = [e for e in sink.events if isinstance(e, CriticCall)]
     assert model_call.constraint == "grammar" and model_call.error is None
     assert actions and call.proposed[: len(actions)] == actions, model_call.completion
-    resolver = Resolver(80, [], fallback_when_unresolved=False, grounding="authors")
+    resolver = Resolver(80, [], fallback_when_unresolved=False, grounding=authors_grounding)
     view = IndexedView(stuck.current, stuck)
     assert all(resolver.resolve(a, "critic", view) == a for a in actions)

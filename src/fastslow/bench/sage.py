@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fastslow.build import SAGE_PROMPTS
 from fastslow.config import RunConfig
 from fastslow.controller.sage import PlanRequest, Sage, SagePlan
 from fastslow.core.trajectory import Trajectory, Turn
@@ -160,9 +161,14 @@ def bench_sage_round(config: RunConfig, *, sink: EventSink | None = None) -> dic
 
     def play(model: Any, request: PlanRequest) -> tuple[SagePlan, list[ModelCall]]:
         calls = ListSink()
-        plan = Sage(model, ctl.sage, max_actions=ctl.buffer.size, cutoff=ctl.ground_cutoff).plan(
-            request, calls
+        sage = Sage(
+            model,
+            ctl.sage,
+            max_actions=ctl.buffer.size,
+            cutoff=ctl.ground_cutoff,
+            prompts=SAGE_PROMPTS[ctl.sage.prompt],
         )
+        plan = sage.plan(request, calls)
         for event in calls.events:
             sink.emit(event)
         if plan.error is not None:

@@ -3,9 +3,9 @@ loop iteration, of whichever profile the configuration plays (``controller.loop`
 
 The controller asks one decision per loop iteration (``Arbiter.arbitrate``: a ``Verdict``, act with this
 action / hold / escalate to Sage, blocked or not) and, around it, a few questions with defaults in
-``ArbiterBase``. Each profile is one module owning its rules and fallbacks (``escalation.SwiftSageArbiter``:
-SwiftSage as its paper describes it; ``authors.AuthorsArbiter``: the paper's authors' final loop) and
-exporting a ``Profile``; ``fastslow.build`` holds the registry and hands the controller the profile's
+``ArbiterBase`` (SwiftSage's), so a profile overrides only what it answers otherwise. Each profile is
+one module owning its rules, fallbacks and strategies and exporting a ``Profile``; ``fastslow.build``
+holds the registry by ``controller.loop`` name (``PROFILES``) and hands the controller the profile's
 factory, so the controller never imports a profile nor asks which one it holds (docs/controller.md).
 
 An arbiter learns who acted from the executed step (``executed``): every action of the Swift branch
@@ -15,14 +15,16 @@ An arbiter learns who acted from the executed step (``executed``): every action 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol
 
 from fastslow.agents.base import Decision, EpisodeContext
 from fastslow.controller.config import ControllerConfig
+from fastslow.controller.parsing import ParsedAction
 from fastslow.controller.resolver import Grounding, IndexedView, Resolver
+from fastslow.controller.sage import SagePlan
 from fastslow.core.hooks import LoopHook
 from fastslow.core.proposal import Proposal, RankedAction
 from fastslow.core.semantics import SWIFTSAGE_FAILURES, WorldSemantics
@@ -41,7 +43,7 @@ class Rule(StrEnum):
     FOCUS_BEFORE_SAGE = "focus_before_sage"
     NO_PROGRESS = "no_progress"
     NO_STEP = "no_env_step"
-    """The authors' loop only (``controller.loop: authors``): iterations without an env step."""
+    """Loop iterations without an env step (a profile whose iterations may end without one)."""
 
 
 class Block(StrEnum):
@@ -50,7 +52,7 @@ class Block(StrEnum):
     COOLDOWN = "cooldown"
     CONSECUTIVE = "consecutive_sage"
     PER_STEP = "per_step"
-    """The authors' loop only: Sage already ran for this env step."""
+    """Sage already ran for this env step (a profile that goes round again after a Sage round)."""
 
 
 def is_failure(semantics: WorldSemantics, observation: str, markers: Iterable[str] | None = None) -> bool:
@@ -61,7 +63,7 @@ def is_failure(semantics: WorldSemantics, observation: str, markers: Iterable[st
 
 def branch(source: StepSource) -> StepSource:
     """The source the arbitration, the resolver's hooks and Gate-1 see: every action of the Swift branch
-    (swift, procedure, fallback) is Swift's action to them, as in SwiftSage's and the authors' loops."""
+    (swift, procedure, fallback) is Swift's action to them, in every profile."""
     return "swift" if source in SWIFT_BRANCH else source
 
 
@@ -124,8 +126,9 @@ class Timestep:
 
 
 def top_prediction(proposal: Proposal, traj: Trajectory) -> RankedAction | None:
-    """Swift's top prediction as the authors take it: the next one when it repeats a wait (the world's
-    first idle action, ``WorldSemantics.idle_actions``, as a prefix) right after a wait."""
+    """Swift's top prediction, the next one when it repeats a wait (the world's first idle action,
+    ``WorldSemantics.idle_actions``, as a prefix) right after a wait: the prediction a profile that
+    judges Swift on its top one reads, and Sage's "instinct" (``PlanRequest.instinct``)."""
     candidates: Sequence[RankedAction] = proposal.candidates
     turns = traj.turns
     idle = traj.semantics.idle_actions[:1]
@@ -188,78 +191,76 @@ class Hold:
 @dataclass(frozen=True)
 class Escalate:
     """The verdict: ``rule`` sends the iteration to Sage (an ``escalation`` event), unless ``blocked``
-    says why Sage may not run (then ``Arbiter.held_back`` names the action)."""
+    says why Sage may not run; then ``instead`` makes the action that runs in its place. The controller
+    calls it after it has logged the escalation (the resolves it makes may wake hooks that log)."""
 
     rule: Rule
     detail: str
     blocked: Block | None = None
+    instead: Callable[[], Decision] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.blocked is None) != (self.instead is None):
+            raise ValueError("an escalation names the action instead of Sage exactly when Sage is blocked")
 
 
 Verdict = Act | Hold | Escalate
 """One loop iteration's decision (docs/controller.md, "One timestep")."""
 
 
-P = TypeVar("P")
-
-
 class Arbiter(Protocol):
-    """One profile's arbitration between Swift and Sage, for one episode (paper §3).
+    """One profile's arbitration between Swift and Sage, for one episode (paper §3): the questions the
+    controller asks, in the order of a timestep (docs/controller.md, "One timestep").
 
-    Per env step the controller calls ``begin``; per loop iteration ``start_iteration`` (whether a forcing
-    rule holds), then - after the buffer and Swift's proposal - ``swift_choice`` and ``arbitrate`` (the
-    verdict); on an escalation ``sage_called`` and, when Sage does not act, ``held_back`` or
-    ``after_sage``; after the env step ``executed``. ``ArbiterBase`` gives every member a default."""
+    Per loop iteration ``start_iteration`` (whether a forcing rule holds); after the buffer and Swift's
+    proposal (``swift_failed`` is asked by the proposal hooks) ``swift_choice`` and ``arbitrate`` (the
+    verdict); on an escalation Sage's request lists ``failures_for_prompt``, after the round
+    ``sage_planned`` and, when nothing it planned runs, ``sage_missed``; when the iterations run out
+    ``exhausted``; after the env step ``executed``. ``ArbiterBase`` answers every one as SwiftSage does."""
 
     grounding: str | Grounding
-    """How candidate text is grounded onto the valid actions (``resolver.GROUNDINGS`` name, or one of
-    the profile's own)."""
+    """How candidate text is grounded onto the valid actions, read once per episode by the resolver (a
+    ``resolver.GROUNDINGS`` name, or a ``Grounding`` of the profile's own)."""
     hooks: Sequence[LoopHook]
-    """Hooks of the loop itself, walked before the modules' (the authors' focus gate)."""
+    """Hooks of the loop itself, read once per episode and walked before the modules' (a profile's
+    focus gate)."""
 
-    def begin(self, step: int) -> None:
-        """A timestep starts (its first loop iteration)."""
-
-    def start_iteration(self, step: int) -> str | None:
-        """A loop iteration starts; the forcing rule that holds for it (Sage decides before Swift's
-        choice counts; its name is AMM's T1 label), None when none does."""
+    def start_iteration(self, step: int, iteration: int) -> str | None:
+        """Loop iteration ``iteration`` of the timestep after ``step`` env steps starts (0: the timestep's
+        first; more: the one before ended without an action). Returns the forcing rule that holds for
+        it (Sage decides before Swift's choice counts; its name is AMM's T1 label), None when none does."""
         ...
-
-    def iteration_without_step(self) -> None:
-        """A loop iteration ended without an action."""
 
     def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
         """Whether Swift failed on ``proposal`` (AMM's T1 trigger), before confidence is looked at."""
         ...
 
     def swift_choice(self, proposal: Proposal, now: Timestep) -> tuple[Chosen | None, str | None]:
-        """Swift's action, and the valid action a hook held back (no env step this iteration), if any."""
+        """Swift's action (None: nothing resolved), and the valid action a hook held back (no env step
+        this iteration), if any. Not asked when a forcing rule holds."""
         ...
 
     def arbitrate(self, turn: SwiftTurn, now: Timestep) -> Verdict:
-        """The iteration's decision on Swift's ``turn``: act, hold, or escalate to Sage."""
+        """The iteration's decision on Swift's ``turn``: act, hold, or escalate to Sage (with the action
+        that runs instead when Sage is blocked)."""
         ...
 
-    def held_back(self, blocked: Block, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
-        """The action when Sage was held back (``Escalate.blocked``)."""
+    def sage_planned(self, plan: SagePlan, step: int, result: StepResult) -> Sequence[ParsedAction]:
+        """Sage ran a round at ``step`` in the state ``result`` (its ``plan``, an error or not): count it,
+        and return the actions the buffer takes in place of what it held (read unless the round failed;
+        empty: Sage gave nothing to run)."""
         ...
 
-    def after_sage(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
-        """The action when Sage ran and nothing it planned runs now."""
+    def sage_missed(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
+        """The action when Sage ran (``rule`` fired) and nothing it planned runs now."""
         ...
 
     def exhausted(self, reason: str, now: Timestep) -> Decision:
         """The action when a timestep's loop iterations ran out."""
         ...
 
-    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
-        """Which of Sage's plan the buffer takes: the planned actions valid now, or all parsed ones."""
-        ...
-
-    def sage_called(self, step: int, result: StepResult) -> None:
-        """Sage planned at ``step`` in the state ``result``."""
-
     def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
-        """The failed steps Sage's prompt lists."""
+        """The failed steps of ``turns`` (the episode so far) that Sage's prompt lists."""
         ...
 
     def executed(self, decision: Decision, result: StepResult) -> str | None:
@@ -272,22 +273,18 @@ class ArbiterBase:
     rules, every iteration acts, Swift's first ranked candidate that resolves, Sage whenever ``check``
     names a rule and ``blocked`` does not stop it, Swift's action whenever Sage does not act, Sage's plan
     as far as it is valid now, no loop guard. A profile overrides the questions it answers otherwise;
-    ``check`` and ``blocked`` are the rules ``arbitrate`` reads."""
+    ``arbitrate`` reads ``check`` and ``blocked`` (the rules), ``held_back`` (the action when Sage is
+    blocked) and ``unresolved`` (when no Swift candidate resolved), which are the base's own questions
+    a profile may answer otherwise without rewriting the verdict."""
 
     grounding: str | Grounding = "fuzzy"
     hooks: Sequence[LoopHook] = ()
     semantics: WorldSemantics
     markers: tuple[str, ...] | None = None
 
-    def begin(self, step: int) -> None:
-        """Nothing to do by default."""
-
-    def start_iteration(self, step: int) -> str | None:
+    def start_iteration(self, step: int, iteration: int) -> str | None:
         """No forcing rules by default."""
         return None
-
-    def iteration_without_step(self) -> None:
-        """Never happens by default: every iteration acts."""
 
     def swift_failed(self, proposal: Proposal, now: Timestep) -> bool:
         """No valid action among Swift's candidates (the top one grounded if need be)."""
@@ -319,7 +316,10 @@ class ArbiterBase:
                 return Hold()
             return Act(self.swift_acts(turn, turn.reason(confidence=True), now))
         rule, detail = fired
-        return Escalate(rule, detail, self.blocked(now.step, rule))
+        block = self.blocked(now.step, rule)
+        if block is None:
+            return Escalate(rule, detail)
+        return Escalate(rule, detail, block, lambda: self.held_back(block, rule, turn, now))
 
     def swift_acts(self, turn: SwiftTurn, reason: str, now: Timestep) -> Decision:
         """The Swift branch's step: the chosen action, else ``unresolved``."""
@@ -328,11 +328,12 @@ class ArbiterBase:
         return self.unresolved(turn.proposal, reason, now)
 
     def held_back(self, blocked: Block, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
-        """Swift acts (SwiftSage's held-back Sage)."""
+        """The action when ``rule`` fired and Sage was ``blocked`` (``Escalate.instead``): Swift acts
+        (SwiftSage's held-back Sage)."""
         actor = turn.chosen.actor if turn.chosen is not None else "swift"
         return self.swift_acts(turn, f"{rule.value} but sage {blocked.value}: {actor} acts", now)
 
-    def after_sage(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
+    def sage_missed(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
         """Swift acts (SwiftSage's failed Sage round)."""
         actor = turn.chosen.actor if turn.chosen is not None else "swift"
         return self.swift_acts(turn, f"{rule.value}: {miss.why}, {actor} acts", now)
@@ -350,12 +351,9 @@ class ArbiterBase:
         """The resolver's harmless action (unreachable where every iteration acts)."""
         return Decision(now.resolver.unresolved(None, now.view), "fallback", reason)
 
-    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
-        """Sage's planned actions that are valid now."""
-        return planned
-
-    def sage_called(self, step: int, result: StepResult) -> None:
-        """Nothing to count by default."""
+    def sage_planned(self, plan: SagePlan, step: int, result: StepResult) -> Sequence[ParsedAction]:
+        """Nothing to count; Sage's planned actions, if at least one of them is valid now."""
+        return plan.actions
 
     def failures_for_prompt(self, turns: Sequence[Turn]) -> list[Turn]:
         """The failed steps Sage's prompt lists: every failure message of the episode so far."""
@@ -378,8 +376,9 @@ class ArbiterFactory(Protocol):
 @dataclass(frozen=True)
 class Profile:
     """An arbitration profile as the registry knows it (``fastslow.build.PROFILES``; docs/controller.md,
-    "A third profile"): the factory of its episode arbiter, and whether it needs the world's authors'
-    profile (``WorldSemantics.authors``; configuration checks refuse it in a world without one)."""
+    "A third profile"): the factory of its episode arbiter, and whether it needs the world's
+    ``AuthorsProfile`` (``WorldSemantics.authors``; configuration checks refuse it in a world without
+    one)."""
 
     make: ArbiterFactory
     authors_only: bool = False

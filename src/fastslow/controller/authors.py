@@ -38,7 +38,6 @@ from fastslow.controller.arbiter import (
     ArbiterBase,
     Block,
     Chosen,
-    P,
     Profile,
     Rule,
     SageMiss,
@@ -48,7 +47,9 @@ from fastslow.controller.arbiter import (
     top_prediction,
 )
 from fastslow.controller.config import ControllerConfig, EscalationConfig
-from fastslow.controller.resolver import Grounding
+from fastslow.controller.parsing import ParsedAction
+from fastslow.controller.resolver import Grounding, IndexedView
+from fastslow.controller.sage import SagePlan
 from fastslow.core.authors import AuthorsProfile
 from fastslow.core.hooks import NO_ACTIONS, BufferActions, Candidate, LoopHook, StepDone, StepView, refuse
 from fastslow.core.proposal import Proposal
@@ -65,6 +66,16 @@ SAME_STATE_REPLANS = 2
 """Sage replanning this many times in one state counts as stuck (the LoopGuard)."""
 GATE_DROP_LOOP = 2
 """Gate-1 drops of Swift's action in one env step that make the authors' gate-drop loop."""
+
+
+def authors_grounding(text: str, view: IndexedView, cutoff: float) -> str | None:
+    """The authors' grounding (``resolver.Grounding``; ``cutoff`` is not read): their rewrites
+    (``AuthorsProfile.rewrite``), then exact membership."""
+    result, profile = view.result, view.traj.semantics.authors
+    if profile is None:  # configuration checks refuse the authors' loop in such a world
+        raise UsageError(f"the authors' grounding does not exist for {view.traj.semantics.name}")
+    action = profile.rewrite(text, view.valid_set, result.look, result.inventory)
+    return action if action in view.valid_set else None
 
 
 def state_signature(result: StepResult, profile: AuthorsProfile) -> tuple[str, str, str]:
@@ -116,8 +127,8 @@ class AuthorsArbiter(ArbiterBase):
     _gate_hold: bool = False
     """Gate-1 dropped Swift's action in this iteration: no arbitration rule sends it to Sage."""
 
-    grounding: str | Grounding = "authors"
-    """Their rewrites, then exact membership (``resolver.authors_grounding``)."""
+    grounding: str | Grounding = authors_grounding
+    """Their rewrites, then exact membership (``authors_grounding``)."""
     hooks: Sequence[LoopHook] = ()
     """The focus gate, when on (``controller.focus_gate``)."""
 
@@ -137,21 +148,20 @@ class AuthorsArbiter(ArbiterBase):
             arbiter.hooks = (arbiter.focus,)
         return arbiter
 
-    def begin(self, step: int) -> None:
-        """A new env step's first loop iteration."""
-        if step != self._step:
-            self._step = step
-            self.sage_calls_this_step = 0
-            self.no_step = 1
-            self.gate_drops = 0
-
-    def iteration_without_step(self) -> None:
-        self.no_step += 1
-
-    def start_iteration(self, step: int) -> str | None:
-        """The authors test the forcing rules at the top of each loop iteration, before Swift runs (a
-        focus Swift tries in this iteration forces Sage in the next one); returns the forced iteration's
-        label (``forced_label``) or None."""
+    def start_iteration(self, step: int, iteration: int) -> str | None:
+        """A new env step's first iteration restarts the per-step counters; a later one counts the
+        iteration before it, which ended without an env step (the authors' ``no_action_done``). The
+        authors test the forcing rules at the top of each loop iteration, before Swift runs (a focus
+        Swift tries in this iteration forces Sage in the next one); returns the forced iteration's label
+        (``forced_label``) or None."""
+        if iteration == 0:
+            if step != self._step:
+                self._step = step
+                self.sage_calls_this_step = 0
+                self.no_step = 1
+                self.gate_drops = 0
+        else:
+            self.no_step += 1
         self._gate_hold = False
         self._drop_loop_now = self._drop_loop
         self._drop_loop = False
@@ -226,7 +236,10 @@ class AuthorsArbiter(ArbiterBase):
             return Block.COOLDOWN
         return None
 
-    def sage_called(self, step: int, result: StepResult) -> None:
+    def sage_planned(self, plan: SagePlan, step: int, result: StepResult) -> Sequence[ParsedAction]:
+        """Count the call (the failures since Sage last ran restart, the loop goes round once more,
+        same-state replans count towards the LoopGuard). Their buffer takes the plan as parsed, valid
+        now or not: its scan drops what cannot run."""
         state = state_signature(result, self.profile)
         self.sage_calls += 1
         self.sage_calls_this_step += 1
@@ -236,6 +249,7 @@ class AuthorsArbiter(ArbiterBase):
         self.no_step += 1  # the authors' loop goes round once more to read the new buffer
         self.same_state_replans = self.same_state_replans + 1 if state == self._last_sage_state else 1
         self._last_sage_state = state
+        return plan.actions or plan.parsed
 
     def _swift_acted(self) -> None:
         """Swift's (or a fallback's) action was chosen: the consecutive-Sage and replan streaks end."""
@@ -295,17 +309,13 @@ class AuthorsArbiter(ArbiterBase):
         """Never invalid text: the nearest valid action instead."""
         return self._nearest(proposal, f"{reason}; no valid swift prediction", now)
 
-    def after_sage(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
+    def sage_missed(self, miss: SageMiss, rule: Rule, turn: SwiftTurn, now: Timestep) -> Decision:
         """A planning error or an empty plan: the nearest valid action to Swift's top. A plan none of
         whose actions can run: their loop goes round once more, and Sage has already run for this env
         step, so their deterministic fallback acts."""
         if miss.kind in ("error", "empty"):
             return self._nearest(turn.proposal, f"{rule.value}: {miss.why}", now)
         return self.exhausted(f"{rule.value}: {miss.why}", now)
-
-    def plan_actions(self, planned: Sequence[P], parsed: Sequence[P]) -> Sequence[P]:
-        """Their buffer takes the plan as parsed, valid now or not: its scan drops what cannot run."""
-        return planned or parsed
 
     def exhausted(self, reason: str, now: Timestep) -> Decision:
         """The authors' deterministic fallback (look around, inventory, a move, else the first action)."""

@@ -14,10 +14,10 @@ procedure or judgement whose action sat on top of it (``procedure``, its rule fi
 fallback (``fallback``), or the buffer (``sage``, ``critic``). To the arbitration, the hooks and Gate-1
 all three of the Swift branch are Swift's action (``arbiter.branch``).
 
-``controller.loop`` picks the arbitration (``arbiter.Arbiter``): ``swiftsage``
-(``escalation.SwiftSageArbiter``, SwiftSage as its paper describes it) or ``authors``
-(``authors.AuthorsArbiter``, the paper's authors' final loop). In the authors' loop an iteration can end
-without an action (a gated Swift focus); the timestep then goes round again, as their ``while`` loop does.
+``controller.loop`` picks the arbitration (``arbiter.Arbiter``): the profile ``fastslow.build.PROFILES``
+names, whose arbiter the loop asks its few questions, never which profile it is. An iteration can end
+without an action (a hook held Swift's action back, or refilled the buffer); the timestep then goes round
+again, up to ``MAX_ITERATIONS`` times.
 
 The modules are hooks (``core.hooks.LoopHook``) the loop walks in order, made per episode by the
 ``HookFactory`` that ``fastslow.build`` composes; with none the loop is the baseline's, and the loop
@@ -75,9 +75,9 @@ log = logging.getLogger(__name__)
 
 
 MAX_ITERATIONS = 8
-"""Loop iterations one timestep may take before the arbiter's last fallback runs (only the authors' loop
-has iterations without an action: each gated Swift focus is one; Swift's third focus try passes the
-gate, so 4 suffice in practice)."""
+"""Loop iterations one timestep may take before the arbiter's last fallback runs (``Arbiter.exhausted``).
+An iteration without an action is one whose Swift action a hook held back (a gated focus: the focus
+gate lets Swift's third try pass, so 4 suffice in practice) or in which a hook refilled the buffer."""
 
 
 class SwiftSageAgent:
@@ -161,55 +161,58 @@ class SwiftSageAgent:
                 reason = f"ambiguous request: answer {answer} ({completes})"
                 reason = f"{last.rule}: {reason}" if last.rule is not None else reason
                 return Decision(answer, last.source, reason, last.rule)
-        self.arbiter.begin(step)
-        for _ in range(MAX_ITERATIONS):
-            decision = self._iteration(now)
+        for iteration in range(MAX_ITERATIONS):
+            decision = self._iteration(now, iteration)
             if decision is not None:
                 return decision
-            self.arbiter.iteration_without_step()
         return self.arbiter.exhausted(f"{MAX_ITERATIONS} loop iterations without an action", now)
 
-    def _iteration(self, now: Timestep) -> Decision | None:
-        """One pass of the loop: buffer, Swift, the arbiter's verdict, Sage. None: no action this time
-        round (a hook held Swift's action back, or a hook refilled the buffer); the timestep goes round
-        again."""
+    def _iteration(self, now: Timestep, iteration: int) -> Decision | None:
+        """One pass of the loop (docs/controller.md, "One timestep"): the buffer, Swift, the arbiter's
+        verdict, Sage. None: no action this time round (a hook held Swift's action back, or a hook
+        refilled the buffer); the timestep goes round again."""
         step = now.step
-        forced = self.arbiter.start_iteration(step)
+        forced = self.arbiter.start_iteration(step, iteration)
+        # 2. the buffer
         dry = True
         if self.buffer:
             buffered, dry = self._from_buffer(now.view)
             if buffered is not None:
                 return buffered
         if dry and self._push_hooks([hook.on_buffer_empty(self._traj()) for hook in self.hooks], step):
-            return None  # a hook's actions are the buffer now (SRM's Critic, authors' profile)
+            return None  # a hook's actions are the buffer now (SRM's Critic)
+        # 3. Swift, then the verdict
         revision, first = self._propose(now, forced)
-        proposal = revision.proposal
-        # A forcing rule sends the iteration to Sage before Swift's choice counts, unless a hook settled
-        # Swift's proposal as the iteration's action.
-        forcing = forced is not None and not revision.settles
-        chosen, held = (None, None) if forcing else self.arbiter.swift_choice(proposal, now)
-        turn = SwiftTurn(proposal, chosen, held, revision.note, revision.settles)
+        turn = self._swift_turn(revision, now, forced=forced is not None)
         if first:
-            self._emit_proposal(step, proposal, turn.action)
+            self._emit_proposal(step, revision.proposal, turn.action)
         verdict = self.arbiter.arbitrate(turn, now)
         if isinstance(verdict, Act):
             return verdict.decision
         if isinstance(verdict, Hold):
             return None  # a hook held Swift's action back: no env step this iteration
-        self.sink.emit(
-            Escalation(step=step, rule=verdict.rule.value, detail=verdict.detail, blocked=verdict.blocked)
-        )
-        if verdict.blocked is not None:
-            return self.arbiter.held_back(verdict.blocked, verdict.rule, turn, now)
-        planned = self._call_sage(verdict.rule, proposal, now, forced=forced is not None)
+        rule = verdict.rule
+        self.sink.emit(Escalation(step=step, rule=rule.value, detail=verdict.detail, blocked=verdict.blocked))
+        if verdict.instead is not None:
+            return verdict.instead()  # Sage is blocked: the arbiter's action in its place
+        # 4. Sage
+        planned = self._call_sage(rule, revision.proposal, now, forced=forced is not None)
         if isinstance(planned, Decision):
             return planned
-        return self.arbiter.after_sage(planned, verdict.rule, turn, now)
+        return self.arbiter.sage_missed(planned, rule, turn, now)
+
+    def _swift_turn(self, revision: Revision, now: Timestep, *, forced: bool) -> SwiftTurn:
+        """Swift's part of the iteration: the arbiter's choice among its proposal, unless a forcing rule
+        sends the iteration to Sage before Swift's choice counts (and no hook settled the proposal as
+        the iteration's action)."""
+        keep_out = forced and not revision.settles
+        chosen, held = (None, None) if keep_out else self.arbiter.swift_choice(revision.proposal, now)
+        return SwiftTurn(revision.proposal, chosen, held, revision.note, revision.settles)
 
     def _propose(self, now: Timestep, forced: str | None) -> tuple[Revision, bool]:
         """Swift's proposal for this env step after the hooks, and whether it is new. Swift is asked once
         per env step; a later loop iteration reuses its proposal, and walks the hooks over it again when a
-        forcing rule holds (AMM's T1 on a forced iteration, as the authors' loop asks its T1 on every
+        forcing rule holds (AMM's T1 on a forced iteration: a profile with forcing rules asks T1 on every
         iteration). ``forced``: the iteration's forcing rule (AMM's T1 label), None when none holds."""
         step = now.step
         cached = self._proposal if self._proposal is not None and self._proposal[0] == step else None
@@ -251,7 +254,7 @@ class SwiftSageAgent:
         traj = self._traj()
         prev = traj.current
         traj.record(decision.action, decision.source, result)
-        buffer_empty = not self.buffer  # the authors test it before their LoopGuard clears the buffer
+        buffer_empty = not self.buffer  # as it was before the arbiter's loop guard may clear it
         stuck = self.arbiter.executed(decision, result)
         if stuck is not None:  # logged even with an empty buffer: the LoopGuard also blocks forced Sage
             self.sink.emit(
@@ -275,8 +278,8 @@ class SwiftSageAgent:
         handed = [hook.after_step(done) for hook in self.hooks]
         late = [a for out in handed for a in out.actions]
         if stuck is not None and late:
-            # The loop guard of this step outranks what the hooks hand over after it: the authors'
-            # LoopGuard runs after their Critic and clears what it just put in the buffer.
+            # The loop guard of this step outranks what the hooks hand over after it: it runs after
+            # the Critic and clears what the Critic just put in the buffer (docs/fidelity.md).
             self.sink.emit(BufferClear(step=result.steps, reason=stuck, dropped=late))
             handed = []
         self._push_hooks(handed, result.steps)
@@ -308,11 +311,11 @@ class SwiftSageAgent:
 
     def _from_buffer(self, view: IndexedView) -> tuple[Decision | None, bool]:
         """The next buffered action that runs now, and whether the scan ran the buffer dry (every head
-        dropped, none left: the authors' drained-buffer point; a clear of heads beyond the scan limit
-        is not). Heads that cannot run are dropped. With
-        ``buffer.scan_limit`` (the authors: 5) at most that many heads are tried, the rest is cleared;
-        with ``buffer.expected_alias`` a head is tried once more as its expected observation when that
-        text is itself an action (the authors' guessed-observation alias); with
+        dropped, none left: the drained-buffer point ``on_buffer_empty`` hears of; a clear of heads
+        beyond the scan limit is not). Heads that cannot run are dropped. With ``buffer.scan_limit``
+        (the paper configurations: 5) at most that many heads are tried, the rest is cleared; with
+        ``buffer.expected_alias`` a head is tried once more as its expected observation when that text
+        is itself an action in the world's ``AuthorsProfile`` (a guessed-observation alias); with
         ``buffer.defer_unseen_focus`` a focus on a target not seen yet waits for the next teleport."""
         profile = self._traj().semantics.authors
         alias = self.cfg.buffer.expected_alias and profile is not None
@@ -392,7 +395,7 @@ class SwiftSageAgent:
 
     def _instinct(self, proposal: Proposal, now: Timestep, *, forced: bool) -> str | None:
         """Swift's top prediction when it is valid now (grounding only, no hooks), for Sage's prompt;
-        None when a forcing rule kept Swift out of this iteration (the authors do not run Swift then)."""
+        None when a forcing rule kept Swift out of this iteration (Swift was not asked for it)."""
         if forced:
             return None
         top = top_prediction(proposal, now.traj)
@@ -418,7 +421,7 @@ class SwiftSageAgent:
             instinct=self._instinct(proposal, now, forced=forced),
         )
         plan = self.sage.plan(request, self.sink)
-        self.arbiter.sage_called(step, now.view.result)
+        actions = self.arbiter.sage_planned(plan, step, now.view.result)
         self.sink.emit(
             SageCall(
                 step=step,
@@ -433,7 +436,6 @@ class SwiftSageAgent:
         )
         if plan.error:
             return SageMiss("error", f"sage failed ({plan.error})")
-        actions = self.arbiter.plan_actions(plan.actions, plan.parsed)
         if not actions:
             return SageMiss("empty", "sage gave no valid action")
         planned = min(len(actions), self.buffer.size)

@@ -15,11 +15,14 @@ An "Ambiguous request" is not one: the controller answers it at the next step.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fastslow.agents.base import Decision, EpisodeContext
 from fastslow.controller.arbiter import ArbiterBase, Block, Profile, Rule, branch, is_failure
 from fastslow.controller.config import ControllerConfig, EscalationConfig
+from fastslow.controller.parsing import ParsedAction
+from fastslow.controller.sage import SagePlan
 from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 
@@ -102,14 +105,15 @@ class SwiftSageArbiter(ArbiterBase):
             return Block.COOLDOWN
         return None
 
-    def sage_called(self, step: int, result: StepResult) -> None:
-        """Count the call; the streaks restart."""
+    def sage_planned(self, plan: SagePlan, step: int, result: StepResult) -> Sequence[ParsedAction]:
+        """Count the call; the streaks restart. The buffer takes Sage's planned actions (the base's)."""
         self.sage_calls += 1
         self.last_sage_step = step
         self.consecutive_sage += 1
         # The failure and no-action streaks describe what happened since Sage last planned.
         self.failure_streak = 0
         self.no_action_streak = 0
+        return super().sage_planned(plan, step, result)
 
     def executed(self, decision: Decision, result: StepResult) -> str | None:
         """Count an executed step; this loop never clears the buffer."""

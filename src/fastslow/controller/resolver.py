@@ -5,10 +5,9 @@ A timestep produces candidates in order - the answer to an ambiguous request, th
 ranked candidates, Sage's plan on escalation, the fallback - and the first one that resolves runs. For
 each, ``resolve``:
 
-1. grounds the text onto the valid-action set with SwiftSage's profile (exact, then normalized and
-   rewritten forms, then rapidfuzz similarity at ``controller.ground_cutoff``), or - the authors' loop
-   (``controller.loop: authors``) - with the authors' rewrites (``WorldSemantics.authors.rewrite``) and
-   exact membership, nothing fuzzy;
+1. grounds the text onto the valid-action set with the arbitration profile's ``Grounding``
+   (``Arbiter.grounding``): SwiftSage's (exact, then normalized and rewritten forms, then rapidfuzz
+   similarity at ``controller.ground_cutoff``), or one the profile brings;
 2. hands the candidate - the text *as its source proposed it*, with the grounding beside it - to the
    ``before_action`` hooks in order (SRM's Gate-1 judges the proposed text with its own repairs; Swift's
    safety policy refuses an answer that would complete a forbidden focus); a hook may accept, replace or
@@ -33,7 +32,6 @@ from fastslow.core.hooks import Candidate, StepView
 from fastslow.core.semantics import WorldSemantics
 from fastslow.core.step import StepResult
 from fastslow.core.trajectory import Trajectory
-from fastslow.errors import UsageError
 from fastslow.vocab import StepSource
 
 FALLBACK_ACTION = "look around"
@@ -98,17 +96,8 @@ def fuzzy_grounding(text: str, view: IndexedView, cutoff: float) -> str | None:
     return hit.action if hit else None
 
 
-def authors_grounding(text: str, view: IndexedView, cutoff: float) -> str | None:
-    """The authors' grounding: their rewrites (``AuthorsProfile.rewrite``), then exact membership."""
-    result, profile = view.result, view.traj.semantics.authors
-    if profile is None:  # configuration checks refuse the authors' loop in such a world
-        raise UsageError(f"the authors' grounding does not exist for {view.traj.semantics.name}")
-    action = profile.rewrite(text, view.valid_set, result.look, result.inventory)
-    return action if action in view.valid_set else None
-
-
-GROUNDINGS: dict[str, Grounding] = {"fuzzy": fuzzy_grounding, "authors": authors_grounding}
-"""The groundings by name (``Arbiter.grounding``)."""
+GROUNDINGS: dict[str, Grounding] = {"fuzzy": fuzzy_grounding}
+"""The groundings by name (``Arbiter.grounding``: a name here, or a profile's own ``Grounding``)."""
 
 
 class Resolver:
@@ -125,8 +114,7 @@ class Resolver:
         self.cutoff = cutoff
         self.checks = checks
         self.grounding: Grounding = GROUNDINGS[grounding] if isinstance(grounding, str) else grounding
-        """The profile's grounding (``GROUNDINGS``: fuzzy, SwiftSage's; authors, the authors' rewrites
-        and exact membership; or a profile's own)."""
+        """The profile's grounding (``GROUNDINGS``: fuzzy, SwiftSage's; or a profile's own)."""
         self.fallback_when_unresolved = fallback_when_unresolved
         """True (SRM on): never send a text no check admitted; False: SwiftSage sends Swift's top text
         as written and lets ScienceWorld answer "No known action"."""

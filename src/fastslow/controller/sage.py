@@ -11,17 +11,15 @@ Failed calls are in the event log, not on the console: the breaker says once whe
 Prompts are Jinja2 templates in ``fastslow/prompts``; the system prompt and the task come first in both
 calls so llama.cpp and vLLM reuse the cached prefix.
 
-``controller.sage.prompt: authors`` (the paper configurations) builds both prompts as the paper's
-authors do instead (``sage_authors``: content; ``prompts/sage_authors_*.j2``: our wording): one user
-message per call, demo trajectories of the task (``demos``), the grounding reply read in their FUNC(args)
-form from its first lines (``parsing.parse_authors``), no retry by default. Their planning prompt falls
-back to a "lite" history when it is long, and a prompt over ``prompt_budget_tokens`` is clipped (history,
-then demos) rather than sent to a model whose context it would not fit.
+What Sage asks and how it reads the replies is a prompt profile (``SagePrompts``, ``controller.sage.prompt``),
+chosen once when Sage is built: ``SwiftSagePrompts`` here (``swiftsage``), or the one
+``fastslow.build.SAGE_PROMPTS`` names (the paper configurations' prompts live with their arbitration
+profile). Sage itself runs the round the same way for every profile.
 
 ``controller.sage.constrain`` constrains both calls while the model generates: ``format`` asks for the
-reply shapes the readers read (``parsing.plan_shape``, ``authors_shape``, ``numbered_shape``),
-``valid`` also makes every grounded action one of the state's valid actions the controller's grounding
-admits. ``none`` (the paper configurations) sends exactly the unconstrained calls.
+reply shapes the profile's reader reads (``SagePrompts.ground_shape``, ``parsing.plan_shape``), ``valid``
+also makes every grounded action one of the state's valid actions the controller's grounding admits.
+``none`` (the paper configurations) sends exactly the unconstrained calls.
 """
 
 from __future__ import annotations
@@ -36,28 +34,16 @@ from fastslow.controller.grounding import Grounder
 from fastslow.controller.parsing import (
     PLAN_LABELS,
     ParsedAction,
-    PlanFormatError,
-    authors_shape,
     numbered_readable,
     numbered_shape,
     parse_actions,
-    parse_authors,
     plan_shape,
 )
-from fastslow.core.authors import AuthorsProfile, Demo, GroundEntry, HistoryGrammarError, PlanEntry
 from fastslow.core.trajectory import Trajectory, Turn
 from fastslow.env.world import get_world
-from fastslow.errors import ModelError
+from fastslow.errors import ModelError, UsageError
 from fastslow.events import EventSink
-from fastslow.models import (
-    CHARS_PER_TOKEN,
-    ChatModel,
-    CircuitOpenError,
-    Constraint,
-    Message,
-    call_model,
-    estimate_tokens,
-)
+from fastslow.models import ChatModel, CircuitOpenError, Constraint, Message, call_model
 from fastslow.models.shape import ListShape
 from fastslow.templates import prompt_template
 
@@ -94,11 +80,12 @@ class PlanRequest:
     parsed actions are valid now. None: a grounder of its own (Sage used outside the controller)."""
     memory_block: str = ""
     """AMM's delimited T4 block (``format_memory_block``, audience sage), rendered right after the task
-    line so the system prompt and task stay a stable cached prefix (the authors' profile: before the
-    prompt, as theirs); empty in the baseline."""
+    line so the system prompt and task stay a stable cached prefix (a prompt profile may place it
+    elsewhere); empty in the baseline."""
     instinct: str | None = None
-    """The authors' profile: Swift's top prediction when it is a valid action in this state (after their
-    rewrites), None when it is not or Swift was not asked (a forcing rule); their "instinct" line."""
+    """Swift's top prediction (``arbiter.top_prediction``) when it grounds onto a valid action in this
+    state, None when it does not or Swift was not asked (a forcing rule): the "instinct" line of the
+    prompts that show one."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +137,9 @@ class SagePrompts(Protocol):
     """How the planning reply numbers its answers (``parsing.plan_shape``)."""
     authors_only: bool
     """It needs the world's ``AuthorsProfile`` (``WorldSemantics.authors``)."""
+    round_errors: tuple[type[Exception], ...]
+    """What its prompts or its reader raise when the round cannot go on: the round ends as an error, with
+    no actions (besides ``SagePromptError``, which every profile may raise)."""
 
     def plan(self, request: PlanRequest) -> list[Message]:
         """The planning conversation."""
@@ -179,6 +169,7 @@ class SwiftSagePrompts:
 
     plan_label = PLAN_LABELS["swiftsage"]
     authors_only = False
+    round_errors: tuple[type[Exception], ...] = ()
 
     def __init__(self, cfg: SageRunConfig, max_actions: int) -> None:
         self.cfg, self.max_actions = cfg, max_actions
@@ -201,7 +192,7 @@ class SwiftSagePrompts:
         ]
         user = render(
             "sage_plan.j2",
-            task=_task(traj),
+            task=task_text(traj),
             demo=self._plain_demo(traj),
             memories=list(request.memories),
             memory_block=request.memory_block.strip(),
@@ -231,7 +222,7 @@ class SwiftSagePrompts:
         last = traj.turns[-1] if traj.turns else None
         user = render(
             "sage_ground.j2",
-            task=_task(traj),
+            task=task_text(traj),
             plan=plan_text.strip(),
             look=" ".join(traj.current.look.split()),
             inventory=" ".join(traj.current.inventory.split()),
@@ -255,19 +246,46 @@ class SwiftSagePrompts:
         return numbered_readable(admitted, traj.semantics)
 
 
+class PromptsFactory(Protocol):
+    """Makes a prompt profile from Sage's settings and the most actions a reply may list (a
+    ``SagePrompts`` class)."""
+
+    def __call__(self, cfg: SageRunConfig, max_actions: int) -> SagePrompts: ...
+
+
+PROMPTS: dict[str, type[SwiftSagePrompts]] = {"swiftsage": SwiftSagePrompts}
+"""The prompt profiles this module holds, by ``controller.sage.prompt`` (``fastslow.build.SAGE_PROMPTS``
+holds every one)."""
+
+
 class Sage:
     """Two-stage LLM planner over any ``ChatModel`` backend."""
 
     def __init__(
-        self, model: ChatModel, cfg: SageRunConfig, *, max_actions: int = 5, cutoff: float = 75.0
+        self,
+        model: ChatModel,
+        cfg: SageRunConfig,
+        *,
+        max_actions: int = 5,
+        cutoff: float = 75.0,
+        prompts: PromptsFactory | None = None,
     ) -> None:
         self.model = model
         self.cfg = cfg
         self.max_actions = max_actions
         self.cutoff = cutoff
         """Lowest rapidfuzz score at which a planned action counts as valid now."""
-        self.prompts: SagePrompts = PROMPTS[cfg.prompt](cfg, max_actions)
-        """The prompt profile (``controller.sage.prompt``), chosen here once."""
+        factory = prompts or PROMPTS.get(cfg.prompt)
+        if factory is None:
+            raise UsageError(
+                f"controller.sage.prompt: {cfg.prompt}: Sage is handed these prompts "
+                "(fastslow.build.SAGE_PROMPTS)"
+            )
+        self.prompts: SagePrompts = factory(cfg, max_actions)
+        """The prompt profile (``controller.sage.prompt``: ``prompts``, else this module's by name),
+        chosen here once."""
+        self.round_errors: tuple[type[Exception], ...] = (SagePromptError, *self.prompts.round_errors)
+        """What ends a round as an error without a plan, besides a model error."""
 
     def messages(self, request: PlanRequest) -> list[Message]:
         """The planning conversation (public so prompt size can be measured on a real state)."""
@@ -325,8 +343,8 @@ class Sage:
                 grounded = self._usable(parsed, ground)
                 if grounded:
                     break
-        except (HistoryGrammarError, PlanFormatError, SagePromptError) as exc:
-            # The authors' round fails here as a whole (their prompt or reader raises): no actions.
+        except self.round_errors as exc:
+            # The round fails here as a whole (the profile's prompt or reader raises): no actions.
             log.info("Sage round at step %d ended without a plan: %s", request.step, exc)
             return SagePlan(
                 (), tuple(parsed), calls, retried, f"{type(exc).__name__}: {exc}", latency, plan_text, tokens
@@ -363,8 +381,8 @@ class Sage:
     def ground_constraint(self, traj: Trajectory, ground: Callable[[str], str | None]) -> Constraint | None:
         """The grounding call's constraint in ``traj``'s state: None with ``constrain: none``; the shape
         the profile's reader reads (``format``); that shape with every action one of the valid actions
-        ``ground`` admits, written as the reader reads it (``valid``: their FUNC form for the authors'
-        profile). A state where no valid action can be written so gets the ``format`` shape."""
+        ``ground`` admits, written as the reader reads it (``valid``: ``SagePrompts.readable``). A state
+        where no valid action can be written so gets the ``format`` shape."""
         cfg = self.cfg
         if cfg.constrain == "none":
             return None
@@ -389,158 +407,6 @@ class Sage:
         return list(parsed) if any(ground(item.action) is not None for item in parsed) else []
 
 
-class AuthorsPrompts:
-    """The paper authors' prompts (``prompt: authors``; docs/fidelity.md P1-P11): one user message per
-    call with demo trajectories of the task, their cleaned history ("lite" when long), the looks of
-    other visited rooms, what was focused on, Swift's valid top prediction as "instinct", the failure
-    messages since Sage last ran and the task's focus whitelist; a grounding reply in FUNC(args) form of
-    which the first ``parse_lines`` lines are read (``parsing.parse_authors``). A prompt over
-    ``prompt_budget_tokens`` is clipped (history, then demos)."""
-
-    plan_label = PLAN_LABELS["authors"]
-    authors_only = True
-    """It reads the world's ``AuthorsProfile`` (configuration checks refuse it in a world without one)."""
-
-    def __init__(self, cfg: SageRunConfig, max_actions: int) -> None:
-        self.cfg = cfg
-
-    def plan(self, request: PlanRequest) -> list[Message]:
-        return [Message(role="user", content=self._authors_plan(request))]
-
-    def ground(self, request: PlanRequest, plan_text: str) -> list[Message]:
-        return [Message(role="user", content=self._authors_ground(request, plan_text))]
-
-    def parse(self, reply: str, traj: Trajectory) -> list[ParsedAction]:
-        return parse_authors(reply, traj.semantics, self.cfg.parse_lines)
-
-    def ground_shape(self, traj: Trajectory) -> ListShape:
-        return authors_shape(self.cfg.parse_lines, _profile(traj))
-
-    def readable(self, admitted: Sequence[str], traj: Trajectory) -> list[str]:
-        return list(_profile(traj).func_forms(admitted).values())
-
-    def _demos(self, traj: Trajectory) -> tuple[Demo, ...]:
-        demos = _profile(traj).demos(traj.task_id)
-        if not demos:
-            raise SagePromptError(f"no demo trajectory for task {traj.task_id} (fastslow data sage-demos)")
-        return demos
-
-    def _authors_plan(self, request: PlanRequest) -> str:
-        """The authors' planning prompt: full history, or lite when long (``lite_above_tokens``)."""
-        cfg = self.cfg
-        lite = cfg.lite_above_tokens == 0
-        text = self._plan_text(request, lite, None)
-        if not lite and estimate_tokens(text) >= cfg.lite_above_tokens:
-            lite = True
-            text = self._plan_text(request, lite, None)
-        if not cfg.prompt_budget_tokens or estimate_tokens(text) <= cfg.prompt_budget_tokens:
-            return text
-        return self._fit_plan(request, lite)
-
-    def _plan_text(self, request: PlanRequest, lite: bool, clip: tuple[int, int] | None) -> str:
-        """``clip``: (history entries, demo lines) to leave out from the oldest / the last."""
-        traj, cfg = request.traj, self.cfg
-        content = _profile(traj)
-        demo = self._demos(traj)[0]
-        history = _plan_lines(content.plan_history(traj, lite))
-        if lite:
-            history = history[-cfg.history_turns :] if cfg.history_turns else []
-        demo_lines = _plan_demo_lines(demo, content)
-        if clip is not None:
-            history = history[clip[0] :]
-            demo_lines = demo_lines[: max(len(demo_lines) - clip[1], 0)]
-        here = traj.places[-1] if traj.places else ""
-        other_looks = []
-        if not lite and len(traj.place_looks) >= 2:
-            other_looks = [
-                (room, ", ".join(content.clean_look(look, lite=True)))
-                for room, look in traj.place_looks.items()
-                if room != here
-            ]
-        return render(
-            "sage_authors_plan.j2",
-            memory_block="" if lite else request.memory_block.strip(),
-            demo={"task": demo.task, "lines": demo_lines},
-            task=_task(traj),
-            history=history,
-            other_looks=other_looks,
-            look=_look(traj.current.look, content),
-            inventory=_inventory(traj.current.inventory, plan=True),
-            focused=content.focused(traj),
-            instinct=request.instinct,
-            failures=content.failure_messages(request.failures, traj),
-            whitelist=content.focus_whitelist(_task(traj)),
-        )
-
-    def _fit_plan(self, request: PlanRequest, lite: bool) -> str:
-        budget = self.cfg.prompt_budget_tokens
-        content = _profile(request.traj)
-        entries = len(content.plan_history(request.traj, lite))
-        lines = len(_plan_demo_lines(self._demos(request.traj)[0], content))
-        text = ""
-        for clip in _clips(entries, lines):
-            text = self._plan_text(request, lite, clip)
-            if estimate_tokens(text) <= budget:
-                break
-        return text
-
-    def _authors_ground(self, request: PlanRequest, plan_text: str) -> str:
-        cfg = self.cfg
-        demos = self._demos(request.traj)[:2]
-        history = _profile(request.traj).ground_history(
-            request.traj, demos[0].lines, cfg.ground_history_turns, cfg.strict_history
-        )
-        advice = plan_text.strip().replace("Question", "Answer").replace("Answer", "Advice")
-        text = self._ground_text(request, demos, _ground_lines(history), advice)
-        budget = cfg.prompt_budget_tokens
-        if not budget or estimate_tokens(text) <= budget:
-            return text
-        # Clip, in turn: the oldest history entries, the second demo, the end of the advice, demo lines.
-        lines = _ground_lines(history)
-        while lines and estimate_tokens(text) > budget:
-            lines = lines[1:]
-            text = self._ground_text(request, demos, lines, advice)
-        if len(demos) > 1 and estimate_tokens(text) > budget:
-            demos = demos[:1]
-            text = self._ground_text(request, demos, lines, advice)
-        over = int((estimate_tokens(text) - budget) * CHARS_PER_TOKEN)
-        if over > 0:
-            advice = advice[: max(len(advice) - over, 0)]
-            text = self._ground_text(request, demos, lines, advice)
-        first = demos[0]
-        while first.lines and estimate_tokens(text) > budget:
-            first = Demo(first.task_id, first.variation, first.task, first.lines[:-1])
-            text = self._ground_text(request, (first,), lines, advice)
-        return text
-
-    def _ground_text(
-        self, request: PlanRequest, demos: Sequence[Demo], history: Sequence[str], advice: str
-    ) -> str:
-        traj = request.traj
-        content = _profile(traj)
-        return render(
-            "sage_authors_ground.j2",
-            demos=[{"task": d.task, "lines": list(d.lines)} for d in demos],
-            task=_task(traj),
-            k=self.cfg.ground_history_turns,
-            history=list(history),
-            focused=content.focused(traj),
-            failures=content.failure_messages(request.failures, traj),
-            advice=advice,
-            look=_look(traj.current.look, content),
-            inventory=_inventory(traj.current.inventory, plan=False),
-            action_types=content.action_types(demos[0].lines),
-            whitelist=content.focus_whitelist(_task(traj)),
-        )
-
-
-PROMPTS: dict[str, type[SwiftSagePrompts] | type[AuthorsPrompts]] = {
-    "swiftsage": SwiftSagePrompts,
-    "authors": AuthorsPrompts,
-}
-"""The prompt profiles by ``controller.sage.prompt``."""
-
-
 def _own_grounding(traj: Trajectory, cutoff: float) -> Callable[[str], str | None]:
     grounder = Grounder(traj.current.valid_actions, traj.semantics)
 
@@ -551,80 +417,12 @@ def _own_grounding(traj: Trajectory, cutoff: float) -> Callable[[str], str | Non
     return ground
 
 
-def _task(traj: Trajectory) -> str:
+def task_text(traj: Trajectory) -> str:
+    """The task as the prompts state it: the description without its header."""
     text = traj.task_description.strip()
     return text.removeprefix(_HEADER).strip()
 
 
 class SagePromptError(ValueError):
-    """The authors' prompt cannot be built (no demo for the task, or a world without the authors'
-    profile): the round ends as an error."""
-
-
-def _profile(traj: Trajectory) -> AuthorsProfile:
-    """The episode's world's ``AuthorsProfile`` (``WorldSemantics.authors``); ``SagePromptError`` in a
-    world without one (configuration checks refuse the authors' prompts there before a run starts)."""
-    profile = traj.semantics.authors
-    if profile is None:
-        raise SagePromptError(f"the authors' prompts do not exist for {traj.semantics.name}")
-    return profile
-
-
-def _look(look: str, content: AuthorsProfile) -> str:
-    return "\n - ".join(content.clean_look(look, lite=False))
-
-
-def _inventory(inventory: str, *, plan: bool) -> str:
-    lines = [" ".join(line.split()) for line in inventory.strip().splitlines() if line.strip()]
-    text = "\n".join(lines)
-    # The authors' planning prompt speaks as the student ("My inventory"); a no-op on ScienceWorld's
-    # "In your inventory, you see:", kept so other texts read the same.
-    return text.replace("Your ", "My ") if plan else text
-
-
-def _plan_demo_lines(demo: Demo, content: AuthorsProfile) -> list[str]:
-    """The planning prompt's demo: action lines only, their action written as the world's text (the
-    authors convert FUNC back to text here and leave out "Repeat" lines and what does not convert)."""
-    out: list[str] = []
-    for line in demo.lines:
-        if "Action: " not in line or " -->" not in line:
-            continue
-        start = line.index("Action: ") + len("Action: ")
-        end = line.index(" -->")
-        action = content.from_func(line[start:end])
-        if action is not None:
-            out.append(line[:start] + action + line[end:])
-    return out
-
-
-def _plan_lines(entries: Sequence[PlanEntry]) -> list[str]:
-    """Numbered history lines of the planning prompt (numbers before the lite cut, as the authors')."""
-    lines = []
-    for number, entry in enumerate(entries, 1):
-        if entry.repeats:
-            text = f"(the step above was repeated {entry.repeats} more times)"
-        elif entry.moved:
-            text = entry.observation
-        elif entry.action:
-            text = f"In the {entry.room}: {entry.action} --> {entry.observation}"
-        else:
-            text = f"In the {entry.room}: {entry.observation}"
-        lines.append(f"{number}. {' '.join(text.split())}")
-    return lines
-
-
-def _ground_lines(entries: Sequence[GroundEntry]) -> list[str]:
-    out = []
-    for e in entries:
-        if e.repeats:
-            out.append(f"(the action above was repeated {e.repeats} more times)")
-        else:
-            out.append(f"- (in {e.room}) Action: {e.func} --> {' '.join(e.observation.split())}")
-    return out
-
-
-def _clips(entries: int, demo_lines: int) -> list[tuple[int, int]]:
-    """Ever larger cuts: history entries from the oldest (in tenths), then demo lines from the last."""
-    steps = [(min(entries, round(entries * k / 10)), 0) for k in range(1, 11)]
-    steps += [(entries, min(demo_lines, round(demo_lines * k / 10))) for k in range(1, 11)]
-    return steps
+    """A prompt cannot be built (no demo for the task, or a world without what the profile needs): the
+    round ends as an error."""
