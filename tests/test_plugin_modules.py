@@ -257,3 +257,53 @@ def test_attribute_forks_a_react_run_and_the_control_repeats_its_parent(
             assert parent[at].source == "critic" and off[at].source != "critic"
         elif parent[at].source == "fallback":  # Gate-1 not consulted: the model's text runs as written
             assert (off[at].action, off[at].source) == ("Take the coin", "llm")
+
+
+# -- react-amm-srm on ScienceWorld through llama.cpp's OpenAI-compatible server ---------------------------
+
+
+@pytest.mark.slow
+def test_react_amm_srm_through_an_openai_compatible_server(tmp_path: Path) -> None:
+    """The shipped configuration, its act and Critic models on a loopback server, its store warmed up by
+    the fast pathway (swift-amm) on two train episodes of the task: Gate-1 checks every model action,
+    AMM's T4 block from the warm store is in the first prompt, AMM writes, metrics count it all."""
+    from fastslow.env.scienceworld.tasks import get_task
+    from integration.llama_server import SERVED_MODEL, serve_llama
+
+    find = Episode(17, get_task(17).variations["dev"][0])
+    warm = [Episode(17, v) for v in get_task(17).variations["train"][:2]]
+    out = tmp_path / "run"
+    with serve_llama(tmp_path, n_ctx=4096) as base_url:
+        server = [
+            f"{role}.model.{key}={value}"
+            for role in ("sage", "critic")
+            for key, value in [
+                ("kind", "openai"),
+                ("base_url", base_url),
+                ("model", SERVED_MODEL),
+                ("constraint_format", "llama_cpp"),
+            ]
+        ]
+        config = load_config("react-amm-srm", [*server, "env.step_limit=8"])
+        check_models(config)  # the server answers and runs both grammars
+        evaluate(
+            config, [find], out, warmup=True, warmup_episodes=warm, warmup_agent=load_config("swift-amm")
+        )
+    events = read_events(out / "events" / f"{find.episode_id}.jsonl")
+    acts = [c for c in of(events, ModelCall) if isinstance(c, ModelCall) and c.role == "act"]
+    assert acts and all(c.backend == "openai" and c.error is None and c.constraint == "grammar" for c in acts)
+    steps = [e for e in of(events, EnvStep) if isinstance(e, EnvStep)]
+    assert len(steps) == 8
+    gates = [g for g in of(events, GateDecision) if isinstance(g, GateDecision)]
+    llm = [e for e in steps if e.source == "llm"]
+    assert len([g for g in gates if g.source == "llm"]) == len(acts) and len(llm) <= len(acts)
+    assert all(g.accepted for g in gates if g.source == "llm" and g.step + 1 in {e.step for e in llm})
+    t4 = [r for r in of(events, MemoryRetrieval) if isinstance(r, MemoryRetrieval) and r.trigger == "T4"]
+    assert t4 and t4[0].step == 0 and t4[0].n > 0  # the warm store's records
+    injected = [i for i in of(events, MemoryInjection) if isinstance(i, MemoryInjection)]
+    assert injected and injected[0].step == 0
+    assert acts[0].messages is not None and injected[0].text.strip() in acts[0].messages[-1]["content"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    usage = metrics["usage"]
+    assert usage["env_steps"] == 8 and sum(v or 0 for v in usage["step_shares"].values()) == pytest.approx(1)
+    assert usage["step_shares"]["llm"] == pytest.approx(len(llm) / 8, abs=1e-6)
