@@ -34,9 +34,31 @@ The prompt's words are the world's (``WorldSemantics.prompt_facts``): the agent 
 TextWorldExpress alike. Settings: ``agent.settings`` (``Settings``); the model: ``sage.model`` (the run's
 LLM, so ReAct and SwiftSage's Sage are the same model on the same server under one harness).
 
-AMM and SRM do not compose with this agent (docs/agents.md): both reach an agent through the SwiftSage
-controller's hooks (``core.hooks``: Swift's proposal, the action buffer, Sage's memory block), which a
-single-process agent has none of.
+AMM and SRM compose with this agent (docs/agents.md, "AMM and SRM") through the same module hooks
+SwiftSage's controller walks (``core.hooks``; the run's ``HookFactory`` from
+``fastslow.build.build_modules``), walked by ``plugins._hooks.HookedLoop``:
+
+- **SRM's Gate-1** judges the model's action as the model wrote it (``before_action``, source ``llm``,
+  logged as ``gate_decision``): accepted, repaired (the repaired action runs), or dropped. A dropped
+  action never runs: the step is a ``fallback`` step (``fallback_action``; in an ambiguity prompt "look
+  around", which cancels it) whose reason names Gate-1's reason, and the model's next prompt says its
+  action was refused, why, and what ran instead. With ``constrain: none`` (the server configs) Gate-1
+  repairs or drops unconstrained text; with ``constrain: valid`` every action is valid and Gate-1's
+  focus rules (ScienceWorld: focus budget, task-specific focus rules with ``procedures.enabled``) still
+  apply.
+- **SRM's stagnation detector and Critic** run after every step (``after_step``); the Critic's actions go
+  to a small action buffer (``critic.max_actions``) that runs before the model is asked again, each
+  action through Gate-1, as ``critic`` steps with the controller's ``buffer_push`` / ``buffer_pop`` /
+  ``buffer_clear`` events. Its budget, cooldown and timing are SRM's own (``critic:``); the window of
+  the next prompt shows those steps "chosen by the critic".
+- **AMM** writes salient transitions after every step (and retrieves at T2/T3 for the Critic). Its T4
+  block (``plan_memories``: retrieval and bounded injection, the audience ``sage``) is a section of the
+  prompt after the task: retrieved at the first step and again after a step whose feedback the world
+  classes as a failure, the block kept until the next retrieval (a retrieval per step would cost a
+  search and its tokens at every step). AMM never acts.
+- **Not composed**: AMM's T1 and action prior re-rank Swift's proposal (``on_proposal``), which ReAct
+  has none of; SwiftSage's arbitration, Sage and Swift's safety policy and task procedures are the
+  controller's own. With no module on, the agent is ReAct alone, event for event.
 """
 
 from __future__ import annotations

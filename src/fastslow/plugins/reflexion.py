@@ -24,7 +24,12 @@ scored by its last trial in both conventions (``eval.metrics.summarize_log``): a
 first success, its success rate is the paper's "success after N trials"; every trial's steps and model
 calls count in the cost metrics (tokens per action, calls and seconds per episode), as they are spent.
 
-AMM and SRM do not compose with this agent (docs/agents.md), as with ReAct.
+AMM and SRM compose with this agent as with ReAct (``fastslow.plugins.react``; docs/agents.md). Each
+trial is an env reset: it gets a new trajectory and new module hooks (a new stagnation detector, Critic
+budget and Gate-1 focus count; AMM's T4 block asked again at its first step), under the episode's memory
+key. AMM writes each record when its step happens, so a later trial retrieves what an earlier one
+wrote, beside the reflections: both carry lessons across trials. The hooks see every trial's states
+numbered in the episode's env steps, as the ``env_step`` events are (forks and the viewer agree).
 """
 
 from __future__ import annotations
