@@ -3,9 +3,10 @@
 The one place that knows every component: it picks the Swift proposer, the Sage and Critic models, and
 the module hooks the config switches on (``amm:``, ``srm:`` + ``critic:``, ``controller.swift_policy``,
 ``procedures:``: the world's hand-written task logic, its hook and the task-specific focus rules SRM
-receives, asked of the run's ``World``),
-and hands them to the controller, which knows none of them by name. Tests build agents here too,
-injecting what the real run would load (a scripted Sage, a scripted Swift, a store with known records).
+receives, asked of the run's ``World``), and hands them to the controller, which knows none of them by
+name. The module hooks (``build_modules``) also go to the plug-in agents (``fastslow.plugins``: ReAct,
+Reflexion), which walk them in their own loop. Tests build agents here too, injecting what the real run
+would load (a scripted Sage, a scripted Swift, a store with known records).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def profile(loop: str) -> Profile:
 @dataclass
 class Modules:
     """The module parts of one worker process (``core.hooks.HookFactory``), built once by
-    ``build_swiftsage``; all None = the baseline. ``episode`` makes one episode's hooks."""
+    ``build_modules`` (SwiftSage's controller and the plug-in agents get it; ``build_swiftsage`` adds
+    Swift's policy and procedures); all None = the baseline. ``episode`` makes one episode's hooks."""
 
     srm: SrmConfig | None = None
     """SRM's section (Gate-1, stagnation, Critic switch); None = no SRM hook."""
@@ -87,7 +89,8 @@ class Modules:
     critic_model: ChatModel | None = None
     """Shared model of the LLM Critic (Sage's own when both name the same model)."""
     policy: SafetyPolicy | None = None
-    """Swift's safety policy (``controller.swift_policy``); None leaves Swift's ranking as proposed."""
+    """Swift's safety policy (``controller.swift_policy``); None leaves Swift's ranking as proposed (and
+    for a plug-in agent, which has no Swift)."""
     procedures: TaskProcedures | None = None
     """The world's hand-written task logic (``procedures.enabled``, with the policy;
     ``World.task_procedures``); None: no procedure hook."""
@@ -180,7 +183,10 @@ def constrained_models(config: RunConfig) -> dict[str, ModelConfig]:
 def check_world(config: RunConfig) -> None:
     """``UsageError`` when the config asks for a part of the paper authors' profile (their loop, Sage
     prompts, buffer rules: ``core.authors``) and its world has none (``WorldSemantics.authors`` None):
-    such a run would quietly play without what it asked for."""
+    such a run would quietly play without what it asked for. The ``controller:`` keys are SwiftSage's: a
+    config of another agent kind is not judged by them (a plug-in's ``check`` judges its own)."""
+    if config.agent.kind != "swiftsage":
+        return
     world = get_world(config.env.world)
     semantics, ctl = world.semantics, config.controller
     if ctl.sage.demo:
@@ -240,6 +246,51 @@ def check_models(config: RunConfig) -> None:
             probed.append(model_cfg)
 
 
+def build_modules(
+    config: RunConfig,
+    *,
+    sage_model: ChatModel | None = None,
+    critic_model: ChatModel | None = None,
+    store: BulkStore | None = None,
+    response_cache: ResponseCache | None = None,
+) -> Modules:
+    """The module hooks of a run config (``core.hooks.HookFactory``): AMM with its store (``amm:``), SRM
+    with the Critic's model (``srm:`` + ``critic:``), Gate-1's task-specific focus rules
+    (``procedures.enabled``: ``World.focus_judge``), the warm-up flag, the failure markers and the
+    intervention. Swift's safety policy and task procedures are SwiftSage's (``build_swiftsage`` adds
+    them); a plug-in agent (``fastslow.plugins``) gets these modules as they are.
+
+    The LLM Critic's model is ``critic.model`` (when ``required_models`` names a critic role): the
+    ``critic_model`` given, else ``sage_model`` when both name the same model (one client per
+    process, SwiftSage's Sage), else its own client; behind its own circuit breaker
+    (``critic.model.breaker_after``) and the run's ``response_cache``. ``store`` replaces AMM's
+    process store (tests)."""
+    needed = required_models(config)
+    if critic_model is None and "critic" in needed:
+        # One model per process: the Critic shares Sage's when both name the same model.
+        same = sage_model is not None and needed["critic"] == config.sage.model
+        critic_model = sage_model if same else make_model(needed["critic"])
+    if critic_model is not None:
+        critic_model = cache_responses(
+            guard(critic_model, "critic", config.critic.model), config.critic.model, response_cache
+        )
+    amm = None
+    if config.amm.enabled:
+        amm = Amm(config.amm, store if store is not None else shared_store(config.amm), config.env.world)
+    srm = config.srm
+    world = get_world(config.env.world)  # its focus rules (None in a world without them)
+    return Modules(
+        srm=srm if srm.enabled else None,
+        critic=config.critic,
+        amm=amm,
+        critic_model=critic_model,
+        focus_judge=world.focus_judge() if config.procedures.enabled else None,
+        warmup=config.controller.warmup,
+        markers=tuple(config.env.failure_markers),
+        intervention=config.intervention,
+    )
+
+
 def build_swiftsage(
     config: RunConfig,
     *,
@@ -249,7 +300,8 @@ def build_swiftsage(
     store: BulkStore | None = None,
     response_cache: ResponseCache | None = None,
 ) -> SwiftSageAgent:
-    """The controller of a run config with its module hooks. ``swift``, ``sage_model``, ``critic_model``
+    """The controller of a run config with its module hooks (``build_modules``, plus Swift's safety
+    policy and the world's task procedures). ``swift``, ``sage_model``, ``critic_model``
     and ``store`` replace what the config would load (tests; a shared client). Sage's and the Critic's
     models each get their own circuit breaker (``models.breaker``; ``sage.model.breaker_after``,
     ``critic.model.breaker_after``), also when they share one client, and each answers its
@@ -278,32 +330,14 @@ def build_swiftsage(
     if sage is not None and off is not None and off.mechanism == "sage-round":
         planner = SageOff(sage, off.step)
     srm = config.srm
-    if critic_model is None and "critic" in needed:
-        # One model per process: the Critic shares Sage's when both name the same model.
-        same = sage_model is not None and needed["critic"] == config.sage.model
-        critic_model = sage_model if same else make_model(needed["critic"])
-    if critic_model is not None:
-        critic_model = cache_responses(
-            guard(critic_model, "critic", config.critic.model), config.critic.model, response_cache
-        )
-    amm = None
-    if config.amm.enabled:
-        amm = Amm(config.amm, store if store is not None else shared_store(config.amm), config.env.world)
-    procedures = config.procedures.enabled
-    world = get_world(config.env.world)  # its task logic and focus rules (None in a world without them)
-    modules = Modules(
-        srm=srm if srm.enabled else None,
-        critic=config.critic,
-        amm=amm,
-        critic_model=critic_model,
-        policy=make_policy(config.swift) if ctl.swift_policy else None,
-        # The task logic proposes through the policy's ranking (it needs the policy's focus rule).
-        procedures=world.task_procedures() if procedures and ctl.swift_policy else None,
-        focus_judge=world.focus_judge() if procedures else None,
-        warmup=ctl.warmup,
-        markers=tuple(config.env.failure_markers),
-        intervention=config.intervention,
+    modules = build_modules(
+        config, sage_model=sage_model, critic_model=critic_model, store=store, response_cache=response_cache
     )
+    procedures = config.procedures.enabled
+    if ctl.swift_policy:
+        modules.policy = make_policy(config.swift)
+        # The task logic proposes through the policy's ranking (it needs the policy's focus rule).
+        modules.procedures = get_world(config.env.world).task_procedures() if procedures else None
     if swift is None:
         swift = make_proposer(
             config.swift,
@@ -326,11 +360,14 @@ def build_swiftsage(
 
 def make_agent(config: RunConfig, response_cache: ResponseCache | None = None) -> Agent:
     """Build the agent named by ``config.agent.kind`` (a plug-in kind: its module's ``build``,
-    ``fastslow.plugins``); its model calls use ``response_cache`` (the run's, ``models.cache``) where the
-    config allows it."""
+    ``fastslow.plugins``, handed the run's module hooks, ``build_modules``); its model calls use
+    ``response_cache`` (the run's, ``models.cache``) where the config allows it."""
     kind = config.agent.kind
     if kind == "oracle":
         return OracleAgent()
     if kind == "swiftsage":
         return build_swiftsage(config, response_cache=response_cache)
-    return load_plugin(kind).build(config, response_cache)  # config.agent_kinds: it exists
+    # config.agent_kinds: it exists. The plug-in gets the run's module hooks (AMM, SRM) to walk.
+    return load_plugin(kind).build(
+        config, response_cache, build_modules(config, response_cache=response_cache)
+    )

@@ -326,11 +326,14 @@ def test_constrained_configs_differ_from_theirs_only_in_the_switches_and_the_siz
 
 def test_every_other_shipped_config_keeps_none() -> None:
     """Constrained decoding is the constrained/ configurations' and TextWorldExpress's LLM ones' (whose
-    Sage and Critic are sized for a laptop as constrained/'s are); every other keeps the paper's none."""
+    Sage and Critic are sized for a laptop as constrained/'s are), and ReAct's and Reflexion's with the
+    modules of constrained/full; every other keeps the paper's none."""
     names = [*builtin_config_names(), "sensitivity/full-critic6", "sensitivity/paper-full-no-t1"]
+    with_full = ("react-amm-srm", "reflexion-amm-srm")
     for name in names:
         cfg = load_config(name)
-        expected = ("valid", "valid") if name.startswith("twx-constrained-") else ("none", "none")
+        constrained = name.startswith("twx-constrained-") or name in with_full
+        expected = ("valid", "valid") if constrained else ("none", "none")
         assert (cfg.controller.sage.constrain, cfg.critic.constrain) == expected, name
 
 

@@ -54,12 +54,16 @@ class Candidate:
     failure: str | None = None
     """A refusal the refusing hook wants counted as a failure message (the authors' loop records it, e.g.
     SRM Gate-1's ``GATE_INVALID:<reason>``); None: the refusal only makes the candidate unusable."""
+    why: str = ""
+    """Why the refusing hook refused it, in words a proposer can be shown (Gate-1: its reason code and
+    evidence; a single-process agent tells its model, ``fastslow.plugins``); "" when not refused."""
 
 
-def refuse(candidate: Candidate, by: Refuser, failure: str | None = None) -> Candidate:
+def refuse(candidate: Candidate, by: Refuser, failure: str | None = None, why: str = "") -> Candidate:
     """``candidate`` refused by the hook ``by`` (no later hook may admit it again); ``failure``: the
-    failure message the refusal stands for, if any (``Candidate.failure``)."""
-    return replace(candidate, action=None, refused_by=by, failure=failure)
+    failure message the refusal stands for, if any (``Candidate.failure``); ``why``: the refusal in
+    words (``Candidate.why``)."""
+    return replace(candidate, action=None, refused_by=by, failure=failure, why=why)
 
 
 class StepView(Protocol):

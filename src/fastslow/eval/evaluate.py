@@ -348,10 +348,10 @@ def check_warmup(config: RunConfig, agent: RunConfig | None) -> RunConfig:
     if not config.amm.enabled:
         raise UsageError("--warmup fills AMM's memory store: use a config with amm.enabled (e.g. amm, full)")
     player = agent if agent is not None else config
-    if player.agent.kind != "swiftsage":
+    if player.agent.kind == "oracle":
         raise UsageError(
-            f"--warmup needs agent.kind swiftsage (the one with AMM), not {player.agent.kind} "
-            f"(config {player.name})"
+            f"--warmup needs an agent that walks AMM's hooks (swiftsage, or a plug-in agent such as "
+            f"react), not oracle (config {player.name})"
         )
     if player.env.world != config.env.world:
         raise UsageError(

@@ -34,9 +34,31 @@ The prompt's words are the world's (``WorldSemantics.prompt_facts``): the agent 
 TextWorldExpress alike. Settings: ``agent.settings`` (``Settings``); the model: ``sage.model`` (the run's
 LLM, so ReAct and SwiftSage's Sage are the same model on the same server under one harness).
 
-AMM and SRM do not compose with this agent (docs/agents.md): both reach an agent through the SwiftSage
-controller's hooks (``core.hooks``: Swift's proposal, the action buffer, Sage's memory block), which a
-single-process agent has none of.
+AMM and SRM compose with this agent (docs/agents.md, "AMM and SRM") through the same module hooks
+SwiftSage's controller walks (``core.hooks``; the run's ``HookFactory`` from
+``fastslow.build.build_modules``), walked by ``plugins._hooks.HookedLoop``:
+
+- **SRM's Gate-1** judges the model's action as the model wrote it (``before_action``, source ``llm``,
+  logged as ``gate_decision``): accepted, repaired (the repaired action runs), or dropped. A dropped
+  action never runs: the step is a ``fallback`` step (``fallback_action``; in an ambiguity prompt "look
+  around", which cancels it) whose reason names Gate-1's reason, and the model's next prompt says its
+  action was refused, why, and what ran instead. With ``constrain: none`` (the server configs) Gate-1
+  repairs or drops unconstrained text; with ``constrain: valid`` every action is valid and Gate-1's
+  focus rules (ScienceWorld: focus budget, task-specific focus rules with ``procedures.enabled``) still
+  apply.
+- **SRM's stagnation detector and Critic** run after every step (``after_step``); the Critic's actions go
+  to a small action buffer (``critic.max_actions``) that runs before the model is asked again, each
+  action through Gate-1, as ``critic`` steps with the controller's ``buffer_push`` / ``buffer_pop`` /
+  ``buffer_clear`` events. Its budget, cooldown and timing are SRM's own (``critic:``); the window of
+  the next prompt shows those steps "chosen by the critic".
+- **AMM** writes salient transitions after every step (and retrieves at T2/T3 for the Critic). Its T4
+  block (``plan_memories``: retrieval and bounded injection, the audience ``sage``) is a section of the
+  prompt after the task: retrieved at the first step and again after a step whose feedback the world
+  classes as a failure, the block kept until the next retrieval (a retrieval per step would cost a
+  search and its tokens at every step). AMM never acts.
+- **Not composed**: AMM's T1 and action prior re-rank Swift's proposal (``on_proposal``), which ReAct
+  has none of; SwiftSage's arbitration, Sage and Swift's safety policy and task procedures are the
+  controller's own. With no module on, the agent is ReAct alone, event for event.
 """
 
 from __future__ import annotations
@@ -44,11 +66,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError
 
 from fastslow.agents import Decision, EpisodeContext
+from fastslow.controller.resolver import FALLBACK_ACTION
+from fastslow.core.hooks import HookFactory, NoHooks
 from fastslow.core.step import StepResult
 from fastslow.env.world import get_world
 from fastslow.errors import ModelError, UsageError
@@ -56,6 +80,7 @@ from fastslow.models import ChatModel, Grammar, Message, call_model, make_model
 from fastslow.models.breaker import guard
 from fastslow.models.cache import cache_responses
 from fastslow.models.shape import ITEM_RULE, choice_rules, regex_expression
+from fastslow.plugins._hooks import HookedLoop, check_modules, module_models
 from fastslow.strict import StrictModel
 
 if TYPE_CHECKING:
@@ -120,6 +145,8 @@ class Step:
     thought: str
     action: str
     observation: str
+    by: str = ""
+    """Who chose the action when it was not the model (the Critic): shown beside it in the window."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +198,15 @@ class ReActAgent:
     source_name = "ReAct"
     """How the prompt's system message names the method (Reflexion's actor keeps it)."""
 
-    def __init__(self, model: ChatModel, settings: Settings) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        settings: Settings,
+        hooks: HookFactory | None = None,
+        *,
+        markers: tuple[str, ...] | None = None,
+        buffer_size: int = 5,
+    ) -> None:
         self.model, self.settings = model, settings
         self.max_tokens = settings.think_max_chars + settings.action_max_tokens
         self._ctx: EpisodeContext | None = None
@@ -179,15 +214,36 @@ class ReActAgent:
         self._pending = Step("", "", "")
         self._before = 0
         """Env steps of earlier trials of this episode (Reflexion): model calls log the episode's step."""
+        self.loop = HookedLoop(
+            hooks or NoHooks(),
+            ground=self._ground,
+            strict=lambda text, result: self._ground(text, result, strict=True),
+            buffer_size=buffer_size,
+            markers=markers,
+        )
+        """The module hooks (AMM, SRM) this agent walks (``plugins._hooks``; none: ReAct alone)."""
+        self._refused = ""
+        """The model's last action a ``before_action`` hook refused, and why: its next prompt says so."""
 
     # -- the Agent seam ----------------------------------------------------------------------------------
     def reset(self, ctx: EpisodeContext, first: StepResult) -> None:
         self._ctx, self._history = ctx, []
-        self._before = 0
+        self._before = self._carried_steps()
+        self._refused = ""
+        self.loop.start(ctx, first, self._before)
+
+    def _carried_steps(self) -> int:
+        """Env steps of the episode taken before this reset (Reflexion's earlier trials; ReAct: 0)."""
+        return 0
 
     def act(self, result: StepResult) -> Decision:
         ctx = self._require_ctx()
+        buffered = self.loop.from_buffer(result)
+        if buffered is not None:  # the Critic's actions run before the model is asked again
+            self._pending = Step("", buffered.action, "", by=buffered.source)
+            return buffered
         messages = self.messages(result)
+        self._refused = ""
         try:
             done = call_model(
                 self.model,
@@ -201,16 +257,39 @@ class ReActAgent:
         except ModelError as exc:
             return self._fallback(result, f"model call failed: {type(exc).__name__}")
         reply = parse_reply(done.text)
-        action = self._ground(reply.action, result)
+        if reply.action is None:
+            return self._fallback(result, "no action in the reply", reply.thought)
+        # The action through the before_action hooks (SRM's Gate-1 judges the text as the model wrote it).
+        candidate = self.loop.admit(reply.action, "llm", result)
+        if candidate.refused_by is not None:
+            why = candidate.why or candidate.refused_by
+            decision = self._fallback(
+                result, f"{candidate.refused_by} dropped {reply.action!r} ({why})", cancel=True
+            )
+            self._refused = (
+                f'Your action "{reply.action}" was refused ({why}); "{decision.action}" ran instead.'
+            )
+            return decision
+        action = candidate.action
         if action is None:
             return self._fallback(result, "no action in the reply", reply.thought)
         self._pending = Step(reply.thought, action, "")
-        return Decision(action, "llm", _clip(f"{self.source_name}: {reply.thought}", 160))
+        note = f" [{reply.action!r} repaired]" if action != self._ground(reply.action, result) else ""
+        return Decision(action, "llm", _clip(f"{self.source_name}: {reply.thought}", 160) + note)
 
     def observe(self, decision: Decision, result: StepResult) -> None:
-        thought = self._pending.thought if self._pending.action == decision.action else ""
-        self._history.append(Step(thought, decision.action, result.observation))
+        pending = self._pending
+        same = pending.action == decision.action
+        self._history.append(
+            Step(
+                pending.thought if same else "",
+                decision.action,
+                result.observation,
+                pending.by if same else "",
+            )
+        )
         self._pending = Step("", "", "")
+        self.loop.observe(decision, result)
 
     # -- prompt and reply --------------------------------------------------------------------------------
     def messages(self, result: StepResult) -> list[Message]:
@@ -234,6 +313,9 @@ class ReActAgent:
         )
         parts = [f"Task: {task_line(result.task_description)}"]
         parts += self.extra_sections()
+        memories = self.loop.memories().strip()
+        if memories:  # AMM's T4 block (plugins._hooks: retrieved at the first step and after failures)
+            parts.append(memories)
         if s.demo:
             parts.append(self._demo_section(ctx))
         recent = self._history[-s.history_steps :] if s.history_steps else []
@@ -243,9 +325,12 @@ class ReActAgent:
             for step in recent:
                 if step.thought:
                     lines.append(f"{THINK}{step.thought}")
-                lines.append(f"{ACT}{step.action}")
+                by = f" (chosen by the {step.by})" if step.by else ""
+                lines.append(f"{ACT}{step.action}{by}")
                 lines.append(f"Observation: {_clip(step.observation, s.max_observation_chars)}")
             parts.append("\n".join(lines))
+        if self._refused:  # a hook (SRM's Gate-1) refused the model's last action; a fallback ran
+            parts.append(self._refused)
         now = [f"Observation: {_clip(result.observation, s.max_observation_chars)}"]
         if s.max_look_chars and result.look.strip() and result.look.strip() != result.observation.strip():
             now.append(f"Where you are: {_clip(result.look, s.max_look_chars)}")
@@ -264,9 +349,10 @@ class ReActAgent:
             return None
         return reply_grammar(result.valid_actions, self.settings.think_max_chars)
 
-    def _ground(self, action: str | None, result: StepResult) -> str | None:
+    def _ground(self, action: str | None, result: StepResult, strict: bool = False) -> str | None:
         """The action to execute: a valid action as written, or the one it normalizes to; with
-        ``constrain: none`` any other text as written (the world answers it); None for no action."""
+        ``constrain: none`` any other text as written (the world answers it) unless ``strict`` (a
+        buffered action); None for no action."""
         if action is None:
             return None
         if action in result.valid_actions:
@@ -276,12 +362,17 @@ class ReActAgent:
         for valid in result.valid_actions:
             if norm(valid) == wanted:
                 return valid
-        return action if self.settings.constrain == "none" else None
+        return action if self.settings.constrain == "none" and not strict else None
 
-    def _fallback(self, result: StepResult, why: str, thought: str = "") -> Decision:
+    def _fallback(self, result: StepResult, why: str, thought: str = "", cancel: bool = False) -> Decision:
+        """A ``fallback`` step: ``fallback_action`` when valid, else the first valid action. ``cancel``
+        (a refused action): in a world's ambiguity prompt "look around", which cancels the request
+        (an option number would complete the refused action)."""
         valid = result.valid_actions
         action = self.settings.fallback_action
-        if action not in valid and valid:
+        if cancel and self.loop.view(result).ambiguous:
+            action = FALLBACK_ACTION
+        elif action not in valid and valid:
             action = valid[0]
         self._pending = Step(thought, action, "")
         return Decision(action, "fallback", f"{self.source_name}: {why}")
@@ -319,16 +410,23 @@ def model_of(config: RunConfig, response_cache: ResponseCache | None, role: str 
     return cache_responses(guard(make_model(cfg), role, cfg), cfg, response_cache)
 
 
-def build(config: RunConfig, response_cache: ResponseCache | None) -> ReActAgent:
-    """The ReAct agent of ``config`` (``agent.settings``: ``Settings``; the model: ``sage.model``)."""
+def build(config: RunConfig, response_cache: ResponseCache | None, hooks: HookFactory) -> ReActAgent:
+    """The ReAct agent of ``config`` (``agent.settings``: ``Settings``; the model: ``sage.model``) walking
+    the run's module ``hooks`` (``fastslow.build.build_modules``)."""
     settings = read_settings(config, Settings)
     assert isinstance(settings, Settings)
-    return ReActAgent(model_of(config, response_cache), settings)
+    return ReActAgent(model_of(config, response_cache), settings, hooks, **loop_settings(config))
+
+
+def loop_settings(config: RunConfig) -> dict[str, Any]:
+    """The hooks' loop settings of a config: the failure markers, the buffer's size (the Critic's
+    ``critic.max_actions``)."""
+    return {"markers": tuple(config.env.failure_markers), "buffer_size": config.critic.max_actions}
 
 
 def models(config: RunConfig) -> dict[str, ModelConfig]:
-    """The one model ReAct calls, by role."""
-    return {ROLE: config.sage.model}
+    """The models ReAct calls, by role: its own, and the LLM Critic's when SRM calls one."""
+    return {ROLE: config.sage.model, **module_models(config)}
 
 
 def check(config: RunConfig) -> None:
@@ -360,3 +458,4 @@ def check_plugin(config: RunConfig, *, demo: bool, constrained: bool) -> None:
     model.check_available()
     if constrained:
         model.check_constraints()
+    check_modules(config, [cfg])

@@ -24,23 +24,37 @@ scored by its last trial in both conventions (``eval.metrics.summarize_log``): a
 first success, its success rate is the paper's "success after N trials"; every trial's steps and model
 calls count in the cost metrics (tokens per action, calls and seconds per episode), as they are spent.
 
-AMM and SRM do not compose with this agent (docs/agents.md), as with ReAct.
+AMM and SRM compose with this agent as with ReAct (``fastslow.plugins.react``; docs/agents.md). Each
+trial is an env reset: it gets a new trajectory and new module hooks (a new stagnation detector, Critic
+budget and Gate-1 focus count; AMM's T4 block asked again at its first step), under the episode's memory
+key. AMM writes each record when its step happens, so a later trial retrieves what an earlier one
+wrote, beside the reflections: both carry lessons across trials. The hooks see every trial's states
+numbered in the episode's env steps, as the ``env_step`` events are (forks and the viewer agree).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from fastslow.agents import EpisodeContext
+from fastslow.core.hooks import HookFactory
 from fastslow.core.step import StepResult
 from fastslow.errors import ModelError
 from fastslow.events import EndState
 from fastslow.models import ChatModel, Grammar, Message, call_model
 from fastslow.models.shape import regex_expression
 from fastslow.plugins import react
-from fastslow.plugins.react import ReActAgent, check_plugin, model_of, read_settings, task_line
+from fastslow.plugins._hooks import module_models
+from fastslow.plugins.react import (
+    ReActAgent,
+    check_plugin,
+    loop_settings,
+    model_of,
+    read_settings,
+    task_line,
+)
 
 if TYPE_CHECKING:
     from fastslow.config import RunConfig
@@ -70,8 +84,10 @@ class ReflexionAgent(ReActAgent):
 
     source_name = "Reflexion"
 
-    def __init__(self, model: ChatModel, settings: Settings) -> None:
-        super().__init__(model, settings)
+    def __init__(
+        self, model: ChatModel, settings: Settings, hooks: HookFactory | None = None, **loop: Any
+    ) -> None:
+        super().__init__(model, settings, hooks, **loop)
         self.reflexion = settings
         self.reflections: list[str] = []
         """Reflections of this episode's failed trials, oldest first (the last ``max_reflections`` are
@@ -80,13 +96,16 @@ class ReflexionAgent(ReActAgent):
         self._continuing = False
 
     def reset(self, ctx: EpisodeContext, first: StepResult) -> None:
-        before = self._before
-        super().reset(ctx, first)
-        if self._continuing:  # the next trial of the same episode: keep the reflections
-            self.trial, self._before = self.trial + 1, before
+        continuing = self._continuing
+        super().reset(ctx, first)  # a new trajectory and new module hooks for the trial
+        if continuing:  # the next trial of the same episode: keep the reflections
+            self.trial += 1
         else:
             self.reflections, self.trial = [], 1
         self._continuing = False
+
+    def _carried_steps(self) -> int:
+        return self._before if self._continuing else 0
 
     def next_trial(self, end: EndState, result: StepResult) -> bool:
         """After a trial: False when it completed the task, ended in an error or was the last one; else
@@ -155,17 +174,18 @@ class ReflexionAgent(ReActAgent):
 # -- the plug-in interface (fastslow.plugins) --------------------------------------------------------------
 
 
-def build(config: RunConfig, response_cache: ResponseCache | None) -> ReflexionAgent:
+def build(config: RunConfig, response_cache: ResponseCache | None, hooks: HookFactory) -> ReflexionAgent:
     """The Reflexion agent of ``config`` (``agent.settings``: ``Settings``; the model: ``sage.model``,
-    for acting and reflecting)."""
+    for acting and reflecting) walking the run's module ``hooks`` in every trial."""
     settings = read_settings(config, Settings)
     assert isinstance(settings, Settings)
-    return ReflexionAgent(model_of(config, response_cache), settings)
+    return ReflexionAgent(model_of(config, response_cache), settings, hooks, **loop_settings(config))
 
 
 def models(config: RunConfig) -> dict[str, ModelConfig]:
-    """The model Reflexion calls, by role (the same one acts and reflects)."""
-    return {react.ROLE: config.sage.model, ROLE: config.sage.model}
+    """The models Reflexion calls, by role (the same one acts and reflects; the LLM Critic's when SRM
+    calls one)."""
+    return {react.ROLE: config.sage.model, ROLE: config.sage.model, **module_models(config)}
 
 
 def check(config: RunConfig) -> None:

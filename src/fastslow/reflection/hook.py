@@ -48,7 +48,8 @@ class SrmHook(LoopHook):
         failure = None
         if gate.config.drop_as_failure and candidate.source == "swift":
             failure = f"GATE_INVALID:{decision.reason}"
-        return refuse(candidate, "gate", failure)
+        why = f"{decision.reason}: {decision.detail}" if decision.detail else decision.reason
+        return refuse(candidate, "gate", failure, why)
 
     def _memories(self, traj: Trajectory) -> Callable[[Sequence[str]], list[str]] | None:
         evidence = self.evidence
