@@ -7,7 +7,8 @@
 # SRC: the `src` folder of the checkout to play (a `git worktree` of the commit before the change, or
 # this one's); OUT: a fresh folder, one run directory per configuration. The fast pathway plays two dev
 # episodes to their end; the configurations with the embedded LLM play two short dev episodes capped at
-# 10 steps (a Sage round costs about a minute on 2 cores). Every AMM run starts from an empty store
+# 10 steps (a Sage round costs about a minute on 2 cores; ReAct and Reflexion call the model every
+# step; Reflexion plays up to 3 trials of 10). Every AMM run starts from an empty store
 # (its default, <run dir>/memory.sqlite). The TextWorldExpress configurations play one twc and one coin
 # dev game: the fast ones to their end, the constrained (embedded LLM) ones capped at 10 steps.
 # Then, for two such folders A and B:
@@ -23,7 +24,9 @@ out=$2
 shift 2
 py=${PYTHON:-.venv/bin/python}
 fast="swift-only swift-amm swift-srm swift-amm-srm expert expert-amm-srm oracle"
-llm="baseline amm srm full swiftsage sensitivity/full-critic6 sensitivity/full-no-t1"
+llm="baseline amm srm full swiftsage sensitivity/full-critic6 sensitivity/full-no-t1
+     constrained/baseline constrained/amm constrained/srm constrained/full
+     react reflexion react-amm-srm reflexion-amm-srm"
 twx_fast="twx-swift-only twx-swift-amm twx-swift-srm twx-swift-amm-srm"
 twx_llm="twx-constrained-baseline twx-constrained-amm twx-constrained-srm twx-constrained-full"
 configs=${*:-$fast $llm $twx_fast $twx_llm}
