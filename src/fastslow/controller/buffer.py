@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fastslow.controller.grounding import Grounder
+from fastslow.core.hooks import BufferActions
 from fastslow.vocab import StepSource
 
 MAX_DEFERRALS = 3
@@ -118,3 +119,30 @@ class ActionBuffer:
         self._items.clear()
         self.failures = 0
         return dropped
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What the hooks handed the buffer at one step, as buffer items (``handed``)."""
+
+    items: tuple[Buffered, ...]
+    source: StepSource
+    """The first batch's source: the push is logged under it."""
+    replace: bool
+    """A hook asked its actions to replace what the buffer holds (``BufferActions.replace``)."""
+
+
+def handed(batches: Sequence[BufferActions], step: int) -> Handed | None:
+    """The actions the ``after_step`` / ``on_buffer_empty`` hooks returned at ``step`` as buffer items,
+    in hook order, each labelled ``<source> @<step> i/n``; None when no hook handed any."""
+    given = [batch for batch in batches if batch.actions]
+    if not given:
+        return None
+    total = sum(len(batch.actions) for batch in given)
+    items: list[Buffered] = []
+    for batch in given:
+        items += [
+            Buffered(a, batch.source, "", f"{batch.source} @{step} {len(items) + i}/{total}")
+            for i, a in enumerate(batch.actions, 1)
+        ]
+    return Handed(tuple(items), given[0].source, any(batch.replace for batch in given))

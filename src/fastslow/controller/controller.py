@@ -43,7 +43,7 @@ from fastslow.controller.arbiter import (
     is_failure,
     top_prediction,
 )
-from fastslow.controller.buffer import ActionBuffer, Buffered
+from fastslow.controller.buffer import ActionBuffer, Buffered, handed
 from fastslow.controller.config import ControllerConfig
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.controller.sage import Planner, PlanRequest
@@ -358,21 +358,14 @@ class SwiftSageAgent:
             return None, dry
         return Decision(popped.item.action, popped.item.source, popped.item.reason), False
 
-    def _push_hooks(self, handed: Sequence[BufferActions], step: int) -> bool:
+    def _push_hooks(self, batches: Sequence[BufferActions], step: int) -> bool:
         """The actions the ``after_step`` / ``on_buffer_empty`` hooks handed the buffer, queued under
         their source, or replacing the buffer when a hook asks (``BufferActions.replace``); whether any
         came."""
-        batches = [batch for batch in handed if batch.actions]
-        if not batches:
+        given = handed(batches, step)
+        if given is None:
             return False
-        total = sum(len(batch.actions) for batch in batches)
-        items: list[Buffered] = []
-        for batch in batches:
-            items += [
-                Buffered(a, batch.source, "", f"{batch.source} @{step} {len(items) + i}/{total}")
-                for i, a in enumerate(batch.actions, 1)
-            ]
-        self._push(items, batches[0].source, step, replace=any(batch.replace for batch in batches))
+        self._push(given.items, given.source, step, replace=given.replace)
         return True
 
     def _push(

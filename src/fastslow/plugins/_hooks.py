@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from fastslow.agents import Decision, EpisodeContext
 from fastslow.controller.arbiter import is_failure
-from fastslow.controller.buffer import ActionBuffer, Buffered
+from fastslow.controller.buffer import ActionBuffer, handed
 from fastslow.controller.resolver import IndexedView, Resolver
 from fastslow.core.hooks import BufferActions, Candidate, HookFactory, LoopHook, StepDone
 from fastslow.core.step import StepResult
@@ -192,22 +192,15 @@ class HookedLoop:
             return None, not self.buffer
         return Decision(popped.item.action, popped.item.source, popped.item.reason), False
 
-    def _push(self, handed: Sequence[BufferActions], step: int) -> bool:
-        batches = [batch for batch in handed if batch.actions]
-        if not batches:
+    def _push(self, batches: Sequence[BufferActions], step: int) -> bool:
+        given = handed(batches, step)
+        if given is None:
             return False
-        total = sum(len(batch.actions) for batch in batches)
-        items: list[Buffered] = []
-        for batch in batches:
-            items += [
-                Buffered(a, batch.source, "", f"{batch.source} @{step} {len(items) + i}/{total}")
-                for i, a in enumerate(batch.actions, 1)
-            ]
-        source = batches[0].source
-        if any(batch.replace for batch in batches) and self.buffer:
+        source = given.source
+        if given.replace and self.buffer:
             left = [b.action for b in self.buffer.clear()]
             self._emit(BufferClear(step=step, reason=f"{source} actions replace the buffer", dropped=left))
-        dropped = self.buffer.push(items)
+        dropped = self.buffer.push(given.items)
         self._emit(
             BufferPush(
                 step=step,
